@@ -1,0 +1,1 @@
+"""Root conftest: the project's own tests use pytester (see pyproject addopts)."""

@@ -1,0 +1,110 @@
+"""Option parsing and validation: one clear message naming the thing to fix."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from verifier.config import (
+    env_var_name,
+    family_list,
+    non_negative_int,
+    normalize_endpoint,
+    positive_int,
+    positive_seconds,
+    prepare_out_dir,
+)
+from verifier.errors import ConfigError
+from verifier.redaction import Redactor, redact_url
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ("http://127.0.0.1:8000", "http://127.0.0.1:8000/v1"),
+        ("http://127.0.0.1:8000/", "http://127.0.0.1:8000/v1"),
+        ("http://127.0.0.1:8000/v1", "http://127.0.0.1:8000/v1"),
+        ("http://127.0.0.1:8000/v1/", "http://127.0.0.1:8000/v1"),
+        ("https://api.example.com/openai/v1beta/", "https://api.example.com/openai/v1beta"),
+        (" http://[::1]:9000 ", "http://[::1]:9000/v1"),
+    ],
+)
+def test_endpoint_is_normalized(given: str, expected: str) -> None:
+    assert normalize_endpoint(given) == expected
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ("127.0.0.1:8000", "must be an http:// or https:// URL"),
+        ("ftp://host/v1", "must be an http:// or https:// URL"),
+        ("http:///v1", "has no host name"),
+        ("http://host:notaport/v1", "has an invalid port"),
+    ],
+)
+def test_bad_endpoint_names_the_problem(given: str, message: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match=message):
+        normalize_endpoint(given)
+
+
+def test_endpoint_error_never_echoes_a_password() -> None:
+    with pytest.raises(argparse.ArgumentTypeError) as info:
+        normalize_endpoint("http://user:hunter22@host:bad/v1")
+    assert "hunter22" not in str(info.value)
+
+
+def test_api_key_env_rejects_a_key() -> None:
+    assert env_var_name("MY_KEY") == "MY_KEY"
+    with pytest.raises(argparse.ArgumentTypeError, match="looks like a key"):
+        env_var_name("sk-abcdefghijklmnopqrstuvwxyz")
+
+
+def test_numbers() -> None:
+    assert positive_int("3") == 3
+    assert non_negative_int("0") == 0
+    assert positive_seconds("0.5") == 0.5
+    for parse, bad in (
+        (positive_int, "0"),
+        (positive_int, "x"),
+        (non_negative_int, "-1"),
+        (positive_seconds, "0"),
+        (positive_seconds, "inf"),
+        (positive_seconds, "nan"),
+    ):
+        with pytest.raises(argparse.ArgumentTypeError, match="given"):
+            parse(bad)
+
+
+def test_family_list_keeps_canonical_order_and_suggests() -> None:
+    known = ("tool_calling", "structured_output")
+    assert family_list("structured_output,tool_calling", known) == known
+    with pytest.raises(ConfigError, match="did you mean 'structured_output'"):
+        family_list("structured_outptu", known)
+    with pytest.raises(ConfigError, match="has no checks in this version"):
+        family_list("vision", known)
+    with pytest.raises(ConfigError, match="empty"):
+        family_list(" , ", known)
+
+
+def test_out_dir_must_be_writable(tmp_path: Path) -> None:
+    assert prepare_out_dir(tmp_path / "a" / "b").is_dir()
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(ConfigError, match="--out: cannot write to"):
+        prepare_out_dir(blocker / "sub")
+
+
+def test_redact_url_removes_userinfo_and_secret_params() -> None:
+    redacted = redact_url("https://bob:pw123@api.example.com:8443/v1?api_key=s3cret&region=eu")
+    assert redacted == "https://api.example.com:8443/v1?api_key=[REDACTED]&region=eu"
+
+
+def test_redactor_replaces_secrets_everywhere() -> None:
+    redactor = Redactor(["sk-secret-value", None, "ab"])
+    data = {"sk-secret-value": ["x sk-secret-value y", 3], "ab": "ab"}
+    assert redactor.data(data) == {"[REDACTED]": ["x [REDACTED] y", 3], "ab": "ab"}
+    assert redactor.headers([("Authorization", "Bearer z"), ("Server", "sk-secret-value")]) == {
+        "server": "[REDACTED]"
+    }

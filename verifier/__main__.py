@@ -1,0 +1,9 @@
+"""``python -m verifier``: the same as the ``verifier`` command."""
+
+from __future__ import annotations
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,181 @@
+"""RunConfig: every option of a verification run, validated once, frozen.
+
+The parsing functions here are the ``type=`` callables of the command-line
+options: each raises ``argparse.ArgumentTypeError`` with a message that names
+the bad value and what is valid, so that pytest prints one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import difflib
+import os
+import re
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from .errors import ConfigError
+from .redaction import redact_url
+
+FAMILY_NAMES = (
+    "tool_calling",
+    "structured_output",
+    "chat_template",
+    "tokenizer",
+    "vision",
+    "wire",
+)
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def normalize_endpoint(value: str) -> str:
+    """The base URL of the API, ending in ``/v1`` unless it already names a path.
+
+    ``http://host:8000`` and ``http://host:8000/`` become ``http://host:8000/v1``;
+    ``http://host:8000/v1/`` becomes ``http://host:8000/v1``; a URL with another
+    path (``https://host/openai/v1beta``) is kept as given, without a trailing slash.
+    """
+    text = value.strip()
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https"):
+        raise argparse.ArgumentTypeError(
+            f"must be an http:// or https:// URL such as http://127.0.0.1:8000/v1, given: {value!r}"
+        )
+    if not parts.hostname:
+        raise argparse.ArgumentTypeError(f"has no host name, given: {redact_url(text)!r}")
+    try:
+        parts.port  # noqa: B018 - raises ValueError on a malformed port
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"has an invalid port, given: {redact_url(text)!r}"
+        ) from None
+    path = parts.path.rstrip("/")
+    if not path:
+        path = "/v1"
+    return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+
+
+def env_var_name(value: str) -> str:
+    """An environment variable name (the key itself is never an option value)."""
+    if not _ENV_NAME.match(value):
+        hint = ""
+        if value.startswith(("sk-", "Bearer")) or len(value) > 40:
+            hint = "; it looks like a key: put the key in an environment variable and name that"
+        raise argparse.ArgumentTypeError(
+            f"must name an environment variable such as OPENAI_API_KEY{hint}"
+        )
+    return value
+
+
+def positive_int(value: str) -> int:
+    """A whole number >= 1."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, given: {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, given: {value!r}")
+    return number
+
+
+def non_negative_int(value: str) -> int:
+    """A whole number >= 0."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 0, given: {value!r}") from None
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 0, given: {value!r}")
+    return number
+
+
+def positive_seconds(value: str) -> float:
+    """A number of seconds > 0."""
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"must be a number of seconds > 0, given: {value!r}"
+        ) from None
+    if not number > 0 or number == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, given: {value!r}")
+    return number
+
+
+def family_list(value: str, known: tuple[str, ...]) -> tuple[str, ...]:
+    """Comma-separated family names, each one of `known`, in the order of `known`.
+
+    Raises:
+        ConfigError: naming the unknown family and the closest known one.
+    """
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    if not names:
+        raise ConfigError(f"--families is empty; choose from: {', '.join(known)}")
+    for name in names:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            if name in FAMILY_NAMES:
+                hint = " (this family has no checks in this version yet)"
+            raise ConfigError(
+                f"--families: unknown family {name!r}{hint}; choose from: {', '.join(known)}"
+            )
+    return tuple(n for n in known if n in names)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RunConfig:
+    """Everything a verification run needs to know, fixed before the first request.
+
+    The API key is deliberately not a field: only the name of the environment
+    variable that holds it travels; the client reads the value when it is built.
+    """
+
+    endpoint: str
+    model: str | None
+    api_key_env: str
+    families: tuple[str, ...]
+    repeats: int | None
+    seed: int
+    timeout: float
+    max_retries: int
+    retry_backoff: float
+    out_dir: Path
+    resume: bool
+
+    @property
+    def endpoint_display(self) -> str:
+        """The endpoint URL as it may be printed and recorded: no credentials."""
+        return redact_url(self.endpoint)
+
+    def api_key(self) -> str | None:
+        """The key from the named environment variable, or None when it is unset or empty."""
+        return os.environ.get(self.api_key_env) or None
+
+    def settings(self) -> dict[str, object]:
+        """The settings that define a run, as recorded in the journal and the scorecard."""
+        return {
+            "endpoint": self.endpoint_display,
+            "model": self.model,
+            "families": list(self.families),
+            "repeats": self.repeats,
+            "seed": self.seed,
+        }
+
+
+def prepare_out_dir(path: Path) -> Path:
+    """Create the output folder if needed and check that it can be written.
+
+    Raises:
+        ConfigError: naming the folder and the reason.
+    """
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".verifier-write-test"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise ConfigError(f"--out: cannot write to {str(path)!r}: {exc.strerror or exc}") from None
+    return path.resolve()
