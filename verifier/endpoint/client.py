@@ -1,0 +1,328 @@
+"""The one HTTP path to the endpoint: the openai SDK, our retries, the transcript.
+
+Every request the verifier sends goes through :class:`EndpointClient`. It uses
+the official openai SDK for the HTTP work (auth header, base URL, timeouts,
+status errors) but asks it for the raw response, so that grading sees exactly
+what the server sent: the body bytes of a non-stream answer, the SSE bytes of a
+stream. Retries are ours, not the SDK's, so that every attempt is written to
+the transcript with its number, and so that ``Retry-After`` and the retry
+budget are visible and bounded.
+
+Translation of transport failures happens here and only here: a fault that
+outlives the retries becomes an :class:`~verifier.errors.EndpointError`, which
+the runner turns into an ``error`` outcome, never a ``fail``.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import random
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx2
+import openai
+
+from ..errors import (
+    EndpointAuthError,
+    EndpointError,
+    EndpointProtocolError,
+    EndpointStatusError,
+    EndpointTimeout,
+    EndpointUnreachable,
+)
+from ..redaction import Redactor, redact_url
+from .response import ChatResult, parse_body, parse_completion
+from .stream import accumulate
+from .transcript import Transcript
+
+# Sent when no key is configured: servers without auth ignore it, the SDK needs one.
+NO_KEY = "no-key"
+RETRY_AFTER_CAP = 60.0
+
+
+def describe_transport(exc: BaseException) -> str:
+    """A short lower-case reason for a transport failure (``connection refused``)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.strerror:
+            return current.strerror.lower()
+        current = current.__cause__ or current.__context__
+    text = str(exc).strip() or type(exc).__name__
+    if "] " in text and text.startswith("["):
+        text = text.split("] ", 1)[1]
+    return text.lower()
+
+
+def retry_after_seconds(headers: httpx2.Headers | dict[str, str]) -> float | None:
+    """The server's requested wait from ``retry-after-ms`` or ``Retry-After`` (seconds or date)."""
+    getter = headers.get
+    millis = getter("retry-after-ms")
+    if millis:
+        try:
+            return max(0.0, float(millis) / 1000)
+        except ValueError:
+            pass
+    value = getter("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, (when - datetime.now(when.tzinfo or UTC)).total_seconds())
+
+
+def _is_retryable_status(status: int) -> bool:
+    return status == 429 or status >= 500
+
+
+class EndpointClient:
+    """Sends chat-completions requests and returns :class:`ChatResult` objects.
+
+    Args:
+        base_url: the API base URL, ending in ``/v1`` (or the vendor's own base path).
+        api_key: the key, or None when the endpoint needs none.
+        api_key_env: the name of the variable the key came from, for messages.
+        timeout: seconds allowed for connecting and for each read.
+        max_retries: retries after the first attempt for connection errors,
+            timeouts, 429 and 5xx.
+        backoff: the first retry's wait in seconds; doubled each retry, jittered.
+        transcript: where every attempt is recorded.
+        sleep: the sleep function (tests pass a fake one).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str | None,
+        api_key_env: str = "OPENAI_API_KEY",
+        timeout: float = 60.0,
+        max_retries: int = 3,
+        backoff: float = 0.5,
+        transcript: Transcript | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.base_url = base_url
+        self.display_url = redact_url(base_url)
+        self.has_key = api_key is not None
+        self.api_key_env = api_key_env
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self.timeout = timeout
+        self.redactor = Redactor([api_key, httpx2.URL(base_url).password])
+        self.transcript = transcript or Transcript(None, self.redactor)
+        self._sleep = sleep
+        self._random = random.Random()
+        self._sdk = openai.OpenAI(
+            api_key=api_key or NO_KEY,
+            base_url=base_url,
+            timeout=httpx2.Timeout(timeout),
+            max_retries=0,
+        )
+
+    def close(self) -> None:
+        """Close the HTTP connections."""
+        self._sdk.close()
+
+    def chat(
+        self,
+        request: dict[str, Any],
+        *,
+        stream: bool = False,
+        label: str = "",
+        keep_persistent_5xx: bool = False,
+    ) -> ChatResult:
+        """POST ``/chat/completions`` and return the answer, retrying transport faults.
+
+        Args:
+            request: the JSON body, sent as given (``stream`` and, for streams,
+                ``stream_options.include_usage`` are set here).
+            stream: stream the answer with SSE.
+            label: names the case and request in the transcript.
+            keep_persistent_5xx: return a 5xx that outlived the retries as a
+                result instead of raising (for requests that must be rejected
+                with a 4xx: a persistent 5xx is then the finding).
+
+        Returns:
+            The answer, whatever its status, once it is not a retryable fault.
+
+        Raises:
+            EndpointError: the endpoint could not be reached, timed out, rejected
+                the key, or kept answering 429/5xx through every retry.
+        """
+        body = dict(request)
+        if stream:
+            body["stream"] = True
+            options = dict(body.get("stream_options") or {})
+            options.setdefault("include_usage", True)
+            body["stream_options"] = options
+        else:
+            body.pop("stream", None)
+        return self._with_retries(
+            lambda: self._send_chat(body, stream),
+            body=body,
+            stream=stream,
+            label=label,
+            keep_persistent_5xx=keep_persistent_5xx,
+            url=f"{self.display_url}/chat/completions",
+        )
+
+    def get(self, path: str, *, label: str = "") -> ChatResult:
+        """GET a path relative to the base URL (``/models``), parsed like a non-stream answer."""
+        return self._with_retries(
+            lambda: self._send_get(path),
+            body=None,
+            stream=False,
+            label=label,
+            keep_persistent_5xx=False,
+            url=f"{self.display_url}{path}",
+        )
+
+    def _send_chat(self, body: dict[str, Any], stream: bool) -> ChatResult:
+        started = time.perf_counter()
+        response = self._sdk.post(
+            "/chat/completions", body=body, cast_to=httpx2.Response, stream=stream
+        )
+        try:
+            headers = self.redactor.headers(response.headers.multi_items())
+            if stream:
+                result = ChatResult(stream=True, status=response.status_code, headers=headers)
+                content_type = response.headers.get("content-type", "")
+                if "text/event-stream" not in content_type:
+                    # Not SSE at all (a JSON body, an error page): read it as a plain answer.
+                    result = parse_completion(response.status_code, response.read(), headers)
+                    result.stream = True
+                else:
+                    result = accumulate(response.iter_bytes(), result)
+            else:
+                result = parse_completion(response.status_code, response.read(), headers)
+        finally:
+            response.close()
+        result.latency = time.perf_counter() - started
+        return result
+
+    def _send_get(self, path: str) -> ChatResult:
+        started = time.perf_counter()
+        response = self._sdk.get(path, cast_to=httpx2.Response)
+        try:
+            headers = self.redactor.headers(response.headers.multi_items())
+            result = parse_body(response.status_code, response.read(), headers)
+        finally:
+            response.close()
+        result.latency = time.perf_counter() - started
+        return result
+
+    def _with_retries(
+        self,
+        send: Callable[[], ChatResult],
+        *,
+        body: dict[str, Any] | None,
+        stream: bool,
+        label: str,
+        keep_persistent_5xx: bool,
+        url: str,
+    ) -> ChatResult:
+        attempts = self.max_retries + 1
+        for attempt in range(1, attempts + 1):
+            started = time.perf_counter()
+            record: dict[str, Any] = {
+                "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
+                "label": label,
+                "attempt": attempt,
+                "method": "GET" if body is None else "POST",
+                "url": url,
+                "stream": stream,
+                "request": body,
+            }
+            wait: float | None = None
+            try:
+                result = send()
+            except openai.APIStatusError as exc:
+                result = parse_completion(
+                    exc.status_code,
+                    exc.response.read(),
+                    self.redactor.headers(exc.response.headers.multi_items()),
+                )
+                result.stream = stream
+                result.latency = time.perf_counter() - started
+            except Exception as exc:  # noqa: BLE001 - translated below, re-raised if unknown
+                error = self._translate(exc, attempt)
+                record.update(
+                    status=None,
+                    error=f"{type(error).__name__}: {error.message}",
+                    latency_ms=round((time.perf_counter() - started) * 1000, 3),
+                    retry=attempt < attempts,
+                )
+                self.transcript.write(record)
+                if attempt == attempts:
+                    raise error from None
+                self._sleep(self._delay(attempt, None))
+                continue
+            result.attempts = attempt
+            retryable = _is_retryable_status(result.status)
+            final = attempt == attempts
+            record.update(
+                status=result.status,
+                headers=result.headers,
+                response=result.chunks if result.stream and result.chunks else result.body,
+                problems=[p.code for p in result.problems] or None,
+                latency_ms=round(result.latency * 1000, 3),
+                retry=retryable and not final,
+            )
+            self.transcript.write(record)
+            if result.status in (401, 403):
+                raise EndpointAuthError(self._auth_message(result.status), attempts=attempt)
+            if not retryable:
+                return result
+            if final:
+                if keep_persistent_5xx and result.status >= 500:
+                    return result
+                raise EndpointStatusError(
+                    f"{self.display_url} answered HTTP {result.status} to all {attempts} attempts",
+                    status=result.status,
+                    attempts=attempt,
+                )
+            wait = retry_after_seconds(result.headers) if result.status == 429 else None
+            self._sleep(self._delay(attempt, wait))
+        raise AssertionError("unreachable: the loop returns or raises")
+
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(retry_after, RETRY_AFTER_CAP)
+        # Exponential backoff with jitter: [0.5, 1] x base x 2^(attempt-1), capped.
+        ceiling = min(self.backoff * 2 ** (attempt - 1), 30.0)
+        return ceiling * (0.5 + self._random.random() / 2)
+
+    def _auth_message(self, status: int) -> str:
+        if not self.has_key:
+            return (
+                f"the endpoint requires a key ({status}) and ${self.api_key_env} is not set: "
+                f"export it, or name another variable with --api-key-env"
+            )
+        return f"the endpoint rejected the key in ${self.api_key_env} ({status})"
+
+    def _translate(self, exc: BaseException, attempt: int) -> EndpointError:
+        """Map SDK and httpx exceptions to the verifier's, without the key in the text."""
+        reason = self.redactor.text(describe_transport(exc))
+        where = self.display_url
+        if isinstance(exc, openai.APITimeoutError | httpx2.TimeoutException):
+            return EndpointTimeout(
+                f"{where} did not answer within {self.timeout:g}s", attempts=attempt
+            )
+        if isinstance(exc, openai.APIConnectionError | httpx2.ConnectError):
+            return EndpointUnreachable(f"cannot reach {where}: {reason}", attempts=attempt)
+        if isinstance(exc, httpx2.TransportError | httpx2.StreamError):
+            return EndpointProtocolError(
+                f"{where} broke off the answer: {reason}", attempts=attempt
+            )
+        raise exc

@@ -1,0 +1,128 @@
+"""Capability discovery before collection: is the endpoint there, which model, what it serves.
+
+A probe that cannot proceed raises :class:`~verifier.errors.ConfigError` or an
+:class:`~verifier.errors.EndpointError` with one line that says what to fix,
+so that a wrong URL or key is one clear error, not a thousand failed tests.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ..errors import ConfigError, EndpointError
+from .client import EndpointClient
+
+# Response headers worth recording because they identify the server software.
+IDENTIFYING_HEADERS = ("server", "x-powered-by", "openai-version")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What the probe learned; recorded in the scorecard and sent to xdist workers.
+
+    Args:
+        model: the model the run will use.
+        models: the ids listed by ``GET /models`` (empty when it is not served).
+        served_model: the ``model`` field of the probe's chat answer.
+        system_fingerprint: the probe answer's ``system_fingerprint``.
+        server: identifying response headers.
+    """
+
+    model: str
+    models: tuple[str, ...] = ()
+    served_model: str | None = None
+    system_fingerprint: str | None = None
+    server: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """As plain JSON data."""
+        data = dataclasses.asdict(self)
+        data["models"] = list(self.models)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Capabilities:
+        """The inverse of :meth:`to_dict`."""
+        return cls(
+            model=data["model"],
+            models=tuple(data.get("models", ())),
+            served_model=data.get("served_model"),
+            system_fingerprint=data.get("system_fingerprint"),
+            server=dict(data.get("server", {})),
+        )
+
+
+def list_models(client: EndpointClient) -> tuple[str, ...] | None:
+    """The model ids from ``GET /models``, or None when the endpoint does not serve the list."""
+    result = client.get("/models", label="probe/models")
+    if result.status in (404, 405):
+        return None
+    body = result.body
+    if not result.ok or not isinstance(body, dict) or not isinstance(body.get("data"), list):
+        raise ConfigError(
+            f"{client.display_url}/models answered HTTP {result.status} with an unexpected body: "
+            f"is this an OpenAI-compatible API base URL?"
+        )
+    return tuple(
+        str(item["id"]) for item in body["data"] if isinstance(item, dict) and "id" in item
+    )
+
+
+def choose_model(requested: str | None, models: tuple[str, ...] | None, where: str) -> str:
+    """The model to test: the one asked for, or the only one listed.
+
+    Raises:
+        ConfigError: the model is not listed, or none was asked for and there
+            is not exactly one to choose.
+    """
+    if requested is not None:
+        if models is not None and models and requested not in models:
+            raise ConfigError(
+                f"model {requested!r} is not served by {where}; it serves: {', '.join(models)}"
+            )
+        return requested
+    if models is None:
+        raise ConfigError(f"{where} does not list its models (/models): name one with --model")
+    if not models:
+        raise ConfigError(f"{where}/models lists no model: name one with --model")
+    if len(models) > 1:
+        raise ConfigError(
+            f"{where} serves several models ({', '.join(models)}): choose one with --model"
+        )
+    return models[0]
+
+
+def probe(client: EndpointClient, requested_model: str | None) -> Capabilities:
+    """Find the model and check that one minimal chat request is answered.
+
+    Raises:
+        ConfigError: the model cannot be chosen or is not served.
+        EndpointError: the endpoint is unreachable, rejects the key, or fails.
+    """
+    models = list_models(client)
+    model = choose_model(requested_model, models, client.display_url)
+    request = {
+        "model": model,
+        "messages": [{"role": "user", "content": "Hello"}],
+        "max_tokens": 4,
+        "temperature": 0,
+    }
+    result = client.chat(request, label="probe/chat")
+    if result.status == 404:
+        raise ConfigError(f"{client.display_url} does not serve model {model!r} (404)")
+    if not result.ok:
+        error = result.error_object or {}
+        detail = error.get("message") if isinstance(error.get("message"), str) else result.body
+        raise EndpointError(
+            f"{client.display_url} rejected a minimal chat request with HTTP {result.status}: "
+            f"{str(detail)[:200]}"
+        )
+    server = {k: v for k, v in result.headers.items() if k in IDENTIFYING_HEADERS}
+    return Capabilities(
+        model=model,
+        models=models or (),
+        served_model=result.model,
+        system_fingerprint=result.system_fingerprint,
+        server=server,
+    )
