@@ -1,0 +1,105 @@
+"""Loading case files: every line validated, errors name file:line and the JSON path."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from verifier.cases import load_corpus
+from verifier.checks import FAMILIES
+from verifier.errors import CaseDataError
+
+GOOD = {
+    "id": "one",
+    "keyword": "type",
+    "messages": [{"role": "user", "content": "hi"}],
+    "response_format": {
+        "type": "json_schema",
+        "json_schema": {"name": "x", "schema": {"type": "object"}},
+    },
+}
+
+
+def write(root: Path, *lines: str) -> Path:
+    folder = root / "structured_output"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "a.jsonl").write_text("\n".join(lines) + "\n")
+    return root
+
+
+def test_the_shipped_corpus_loads_and_every_case_passes_its_family_check() -> None:
+    corpus = load_corpus(["structured_output"])
+    assert len(corpus.by_family("structured_output")) >= 12
+    for case in corpus.cases:
+        check = FAMILIES[case.family].check_case
+        if check:
+            check(case)
+    assert len(corpus.digest) == 64
+
+
+def test_blank_lines_are_skipped_and_digest_follows_content(tmp_path: Path) -> None:
+    root = write(tmp_path, json.dumps(GOOD), "", json.dumps({**GOOD, "id": "two"}))
+    first = load_corpus(["structured_output"], root)
+    assert [c.id for c in first.cases] == ["one", "two"]
+    assert first.cases[1].source.endswith("a.jsonl:3")
+    write(tmp_path, json.dumps(GOOD))
+    assert load_corpus(["structured_output"], root).digest != first.digest
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("{not json", r"a\.jsonl:1: not valid JSON: Expecting property name"),
+        (
+            json.dumps({**GOOD, "messages": []}),
+            r"a\.jsonl:1: \$\.messages: \[\] should be non-empty",
+        ),
+        (
+            json.dumps({**GOOD, "messages": [{"role": "bot", "content": "x"}]}),
+            r"a\.jsonl:1: \$\.messages\[0\]\.role: 'bot' is not one of",
+        ),
+        (json.dumps({**GOOD, "id": "Bad Id"}), r"a\.jsonl:1: \$\.id: 'Bad Id' does not match"),
+        (
+            json.dumps({k: v for k, v in GOOD.items() if k != "keyword"}),
+            r"a\.jsonl:1: \$: 'keyword' is a required property",
+        ),
+    ],
+)
+def test_bad_lines_name_file_line_and_path(tmp_path: Path, line: str, message: str) -> None:
+    root = write(tmp_path, line)
+    with pytest.raises(CaseDataError, match=message):
+        load_corpus(["structured_output"], root)
+
+
+def test_duplicate_ids_are_an_error(tmp_path: Path) -> None:
+    root = write(tmp_path, json.dumps(GOOD), json.dumps(GOOD))
+    with pytest.raises(
+        CaseDataError, match=r"a\.jsonl:2: duplicate case id 'one' \(first at .*a\.jsonl:1\)"
+    ):
+        load_corpus(["structured_output"], root)
+
+
+def test_missing_family_folder(tmp_path: Path) -> None:
+    with pytest.raises(CaseDataError, match="no such case folder"):
+        load_corpus(["structured_output"], tmp_path)
+
+
+def test_an_invalid_schema_inside_a_case_is_the_case_s_fault(tmp_path: Path) -> None:
+    bad = {
+        **GOOD,
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {"name": "x", "schema": {"type": "objekt"}},
+        },
+    }
+    root = write(tmp_path, json.dumps(bad))
+    case = load_corpus(["structured_output"], root).cases[0]
+    check = FAMILIES["structured_output"].check_case
+    assert check is not None
+    with pytest.raises(
+        CaseDataError,
+        match=r"a\.jsonl:1: \$\.response_format\.json_schema\.schema\.type: not a valid JSON",
+    ):
+        check(case)

@@ -1,0 +1,132 @@
+"""Loading the case corpus: ``cases/<family>/*.jsonl``, every line validated on load."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from jsonschema import exceptions as jsonschema_exceptions
+
+from . import resources
+from .errors import CaseDataError
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Case:
+    """One case of one family, as loaded from its JSONL line.
+
+    Args:
+        family: the family the case belongs to (its folder name).
+        id: the case id, unique within the family.
+        data: the whole validated JSON object.
+        source: ``file:line`` where it was read, for messages.
+    """
+
+    family: str
+    id: str
+    data: Mapping[str, Any]
+    source: str
+
+    @property
+    def key(self) -> str:
+        """``family/id``: the case's identity in the journal and the scorecard."""
+        return f"{self.family}/{self.id}"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Corpus:
+    """The cases of a run and the digests that identify exactly what was tested."""
+
+    cases: tuple[Case, ...]
+    digests: Mapping[str, str]
+
+    @property
+    def digest(self) -> str:
+        """sha256 over the per-family digests: one value for the whole corpus."""
+        joined = "\n".join(f"{k}={v}" for k, v in sorted(self.digests.items()))
+        return hashlib.sha256(joined.encode()).hexdigest()
+
+    def by_family(self, family: str) -> list[Case]:
+        """The cases of one family, in corpus order."""
+        return [c for c in self.cases if c.family == family]
+
+
+def _json_path(error: jsonschema_exceptions.ValidationError) -> str:
+    return error.json_path if error.path else "$"
+
+
+def parse_line(text: str, path: str, line: int, family: str) -> Case:
+    """Parse and validate one JSONL line as a case of `family`.
+
+    Raises:
+        CaseDataError: naming ``path:line``, the JSON path and the schema's complaint.
+    """
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CaseDataError(path, line, f"not valid JSON: {exc.msg} (column {exc.colno})") from None
+    validator = resources.validator(f"{family}.case")
+    error = jsonschema_exceptions.best_match(validator.iter_errors(data))
+    if error is not None:
+        raise CaseDataError(path, line, f"{_json_path(error)}: {error.message}")
+    return Case(family=family, id=data["id"], data=data, source=f"{path}:{line}")
+
+
+def load_family(folder: Path, family: str) -> tuple[list[Case], str]:
+    """Every case in ``folder/*.jsonl``, and the family's sha256 over those files.
+
+    Raises:
+        CaseDataError: for the first bad line or duplicate id.
+    """
+    cases: list[Case] = []
+    seen: dict[str, str] = {}
+    digest = hashlib.sha256()
+    for file in sorted(folder.glob("*.jsonl")):
+        raw = file.read_bytes()
+        digest.update(file.name.encode() + b"\0" + raw + b"\0")
+        display = _display(file)
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise CaseDataError(display, None, f"not UTF-8 text: {exc.reason}") from None
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            case = parse_line(line, display, number, family)
+            if case.id in seen:
+                raise CaseDataError(
+                    display, number, f"duplicate case id {case.id!r} (first at {seen[case.id]})"
+                )
+            seen[case.id] = case.source
+            cases.append(case)
+    return cases, digest.hexdigest()
+
+
+def load_corpus(families: Iterable[str], root: Path | None = None) -> Corpus:
+    """Load the cases of `families` from `root` (default: the packaged ``cases/``).
+
+    Raises:
+        CaseDataError: for a missing family folder, a bad line or a duplicate id.
+    """
+    base = root if root is not None else resources.data_dir("cases")
+    cases: list[Case] = []
+    digests: dict[str, str] = {}
+    for family in families:
+        folder = base / family
+        if not folder.is_dir():
+            raise CaseDataError(_display(folder), None, "no such case folder")
+        loaded, digests[family] = load_family(folder, family)
+        cases.extend(loaded)
+    return Corpus(cases=tuple(cases), digests=digests)
+
+
+def _display(path: Path) -> str:
+    """A path relative to the working directory where that is shorter."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)

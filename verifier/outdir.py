@@ -1,0 +1,115 @@
+"""The files of a run in the ``--out`` folder: names, atomic writes, transcript shards."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class OutDir:
+    """The paths of one run's output files."""
+
+    root: Path
+
+    @property
+    def journal(self) -> Path:
+        """Append-only outcome records (resume reads it)."""
+        return self.root / "journal.jsonl"
+
+    @property
+    def transcript(self) -> Path:
+        """Every request/response attempt, merged from the shards at the end of a session."""
+        return self.root / "transcript.jsonl"
+
+    @property
+    def shards(self) -> Path:
+        """Per-process transcript files written during a session."""
+        return self.root / "transcript.d"
+
+    @property
+    def scorecard(self) -> Path:
+        """The scorecard JSON."""
+        return self.root / "scorecard.json"
+
+    @property
+    def previous(self) -> Path:
+        """Where a new run moves the files of the run before it."""
+        return self.root / "previous"
+
+    def shard(self, run_id: str, worker: str) -> Path:
+        """The transcript shard of one process."""
+        return self.shards / f"{run_id}.{worker}.{os.getpid()}.jsonl"
+
+    def move_previous(self) -> bool:
+        """Move an earlier run's files into ``previous/`` so that a new run loses nothing.
+
+        Returns:
+            True when there was an earlier run.
+        """
+        names = [self.journal, self.transcript, self.scorecard, self.shards]
+        present = [p for p in names if p.exists()]
+        if not present:
+            return False
+        if self.previous.exists():
+            shutil.rmtree(self.previous)
+        self.previous.mkdir()
+        for path in present:
+            path.rename(self.previous / path.name)
+        return True
+
+    def merge_shards(self) -> None:
+        """Append every shard's records to the transcript, in time order, then remove the shards.
+
+        A torn last line (a process killed mid-write) is dropped. The transcript
+        is replaced atomically, so a crash here leaves the old one intact.
+        """
+        if not self.shards.is_dir():
+            return
+        shard_files = sorted(self.shards.glob("*.jsonl"))
+        records: list[tuple[str, int, str]] = []
+        for order, shard in enumerate(shard_files):
+            for line in shard.read_text(encoding="utf-8", errors="replace").splitlines():
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                records.append((str(record.get("time", "")), order, line))
+        records.sort(key=lambda r: (r[0], r[1]))
+        existing = self.transcript.read_bytes() if self.transcript.exists() else b""
+        if existing and not existing.endswith(b"\n"):
+            existing += b"\n"
+        merged = existing + "".join(line + "\n" for _, _, line in records).encode("utf-8")
+        write_atomic(self.transcript, merged)
+        shutil.rmtree(self.shards)
+
+    def transcript_digest(self) -> tuple[str, int]:
+        """sha256 of the transcript file and its number of records."""
+        if not self.transcript.exists():
+            return hashlib.sha256(b"").hexdigest(), 0
+        data = self.transcript.read_bytes()
+        return hashlib.sha256(data).hexdigest(), data.count(b"\n")
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write `data` to `path` through a temporary file and a rename, fsynced."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        # mkstemp creates 0600; results are meant to be read and shared, so follow the umask.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temp, 0o666 & ~umask)
+        with os.fdopen(handle, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
