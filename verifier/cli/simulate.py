@@ -1,0 +1,83 @@
+"""``verifier simulate``: run the simulated vendor until stopped."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+from types import FrameType
+
+from ..simulator.defects import parse_defects
+from ..simulator.server import SimulatorServer
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register the subcommand."""
+    parser = commands.add_parser(
+        "simulate",
+        help="serve the simulated vendor (a test double: a tiny deterministic model)",
+        description="Serve an OpenAI-compatible endpoint of our own with a tiny deterministic "
+        "model and switchable defects. Prints its base URL as the first line of stdout.",
+    )
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)"
+    )
+    parser.add_argument("--port", type=int, default=0, help="port (default: 0, a free one)")
+    parser.add_argument(
+        "--defect",
+        action="append",
+        default=[],
+        metavar="NAME[:PARAM]",
+        help="switch on a defect from `verifier defects` (repeatable)",
+    )
+    parser.add_argument(
+        "--latency-ms", type=float, default=0.0, help="milliseconds to wait before each answer"
+    )
+    parser.add_argument(
+        "--require-key-env",
+        metavar="NAME",
+        help="require the key held in this environment variable as a Bearer token",
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Start the server, print its URL, serve until SIGINT or SIGTERM."""
+    try:
+        defects = parse_defects(args.defect)
+    except ValueError as exc:
+        sys.stderr.write(f"verifier simulate: error: --defect: {exc}\n")
+        return 2
+    api_key = None
+    if args.require_key_env:
+        api_key = os.environ.get(args.require_key_env)
+        if not api_key:
+            sys.stderr.write(
+                f"verifier simulate: error: --require-key-env: ${args.require_key_env} is not set\n"
+            )
+            return 2
+    try:
+        server = SimulatorServer(
+            (args.host, args.port), defects=defects, latency=args.latency_ms / 1000, api_key=api_key
+        )
+    except OSError as exc:
+        sys.stderr.write(
+            f"verifier simulate: error: cannot listen on {args.host}:{args.port}: {exc.strerror}\n"
+        )
+        return 2
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
+    sys.stdout.write(server.base_url + "\n")
+    if defects.active:
+        sys.stdout.write(f"defects: {', '.join(defects.names())}\n")
+    sys.stdout.flush()
+    try:
+        server.serve_forever(poll_interval=0.1)
+    finally:
+        server.server_close()
+    return 0

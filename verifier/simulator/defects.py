@@ -1,0 +1,102 @@
+"""The catalogue of defects and faults the simulated vendor can switch on.
+
+Each defect reproduces a class of real vendor bug. ``--defect NAME`` or
+``--defect NAME:PARAM`` switches one on; the option can be repeated.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from collections.abc import Iterable, Mapping
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DefectSpec:
+    """One entry of the catalogue.
+
+    Args:
+        name: the name given to ``--defect``.
+        family: the family whose checks must catch it (``transport`` for faults).
+        description: what the simulated vendor does wrong.
+        param: what the ``:PARAM`` part means, or None when it takes none.
+        default: the parameter's value when none is given.
+    """
+
+    name: str
+    family: str
+    description: str
+    param: str | None = None
+    default: str | None = None
+
+
+CATALOGUE: dict[str, DefectSpec] = {
+    spec.name: spec
+    for spec in (
+        DefectSpec(
+            "ignore-response-format",
+            "structured_output",
+            "answers response_format requests with free text, as if no format was asked for",
+        ),
+        DefectSpec(
+            "json-in-markdown-fence",
+            "structured_output",
+            "wraps structured output in a ```json markdown fence",
+        ),
+        DefectSpec(
+            "http-500-every-3rd",
+            "transport",
+            "answers every 3rd chat request with HTTP 500",
+        ),
+        DefectSpec(
+            "http-429-retry-after",
+            "transport",
+            "answers every 3rd chat request with HTTP 429 and Retry-After (seconds)",
+            param="SECONDS",
+            default="1",
+        ),
+    )
+}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Defects:
+    """The defects switched on in one simulated vendor, with their parameters."""
+
+    active: Mapping[str, str | None] = dataclasses.field(default_factory=dict)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.active
+
+    def param(self, name: str) -> str | None:
+        """The parameter of an active defect (its default when none was given)."""
+        return self.active.get(name)
+
+    def names(self) -> list[str]:
+        """The active defects as given on the command line."""
+        return [name if value is None else f"{name}:{value}" for name, value in self.active.items()]
+
+
+def parse_defects(values: Iterable[str]) -> Defects:
+    """Parse ``--defect`` values.
+
+    Raises:
+        ValueError: an unknown name (with the closest known one), a parameter
+            given to a defect that takes none, or a repeated defect.
+    """
+    active: dict[str, str | None] = {}
+    for value in values:
+        name, sep, param = value.partition(":")
+        spec = CATALOGUE.get(name)
+        if spec is None:
+            close = difflib.get_close_matches(name, CATALOGUE, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ValueError(f"unknown defect {name!r}{hint} (`verifier defects` lists them)")
+        if sep and spec.param is None:
+            raise ValueError(f"defect {name!r} takes no parameter, given {param!r}")
+        if sep and not param:
+            raise ValueError(f"defect {name!r} needs a {spec.param} after the colon")
+        if name in active:
+            raise ValueError(f"defect {name!r} is given twice")
+        active[name] = param if sep else spec.default
+    return Defects(active)
