@@ -1,0 +1,167 @@
+"""Fixtures shared by the project's own tests: simulated vendors and verifier runs."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from verifier.simulator.defects import parse_defects
+from verifier.simulator.server import SimulatorServer
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+class SimulatorProcess:
+    """`verifier simulate` as a real process; its base URL is the first line it prints."""
+
+    def __init__(self, args: list[str], env: dict[str, str] | None = None) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "verifier", "simulate", "--port", "0", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, **(env or {})},
+        )
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline().strip()
+        if not line.startswith("http://"):
+            self.stop()
+            raise RuntimeError(
+                f"verifier simulate did not start: {line!r} {self.process.stderr.read()!r}"
+            )
+        self.url = line
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+@pytest.fixture(scope="session")
+def simulator() -> Iterator[Callable[..., str]]:
+    """Start a simulated vendor process; returns its base URL.
+
+    Processes are shared per argument list; `fresh=True` starts a new one, for
+    tests that depend on the vendor's request counter (every-3rd faults).
+    """
+    running: dict[object, SimulatorProcess] = {}
+
+    def start(*args: str, env: dict[str, str] | None = None, fresh: bool = False) -> str:
+        key: object = (args, tuple(sorted((env or {}).items())))
+        if fresh:
+            key = object()
+        if key not in running:
+            running[key] = SimulatorProcess(list(args), env)
+        return running[key].url
+
+    yield start
+    for process in running.values():
+        process.stop()
+
+
+@pytest.fixture
+def local_simulator() -> Iterator[Callable[..., SimulatorServer]]:
+    """A simulated vendor served from a thread of this process (for client unit tests)."""
+    servers: list[SimulatorServer] = []
+
+    def start(*defects: str, latency: float = 0.0, api_key: str | None = None) -> SimulatorServer:
+        server = SimulatorServer(
+            ("127.0.0.1", 0), defects=parse_defects(defects), latency=latency, api_key=api_key
+        )
+        threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        ).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+@dataclasses.dataclass
+class VerifierRun:
+    """The result of one `pytest --endpoint ...` subprocess."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    out: Path
+
+    @property
+    def scorecard(self) -> dict[str, Any]:
+        return json.loads((self.out / "scorecard.json").read_text())
+
+    def family(self, name: str = "structured_output") -> dict[str, Any]:
+        return self.scorecard["families"][name]
+
+    def journal(self) -> list[dict[str, Any]]:
+        lines = (self.out / "journal.jsonl").read_text().splitlines()
+        return [json.loads(line) for line in lines if line.strip()]
+
+    def outcomes(self) -> dict[str, dict[str, Any]]:
+        """The latest outcome of each case, by case key."""
+        latest: dict[str, dict[str, Any]] = {}
+        for record in self.journal():
+            if record["type"] == "outcome":
+                latest[record["case"]] = record["outcome"]
+        return latest
+
+
+def verifier_command(url: str, out: Path, *args: str) -> list[str]:
+    """The command line a user types, with a fast retry backoff for tests."""
+    return [
+        sys.executable,
+        "-m",
+        "pytest",
+        "--endpoint",
+        url,
+        "--out",
+        str(out),
+        "-p",
+        "no:cacheprovider",
+        "--retry-backoff",
+        "0.01",
+        *args,
+    ]
+
+
+@pytest.fixture
+def run_verifier(tmp_path: Path) -> Callable[..., VerifierRun]:
+    """Run the verifier as a user would, in a subprocess, in an empty folder."""
+    counter = iter(range(1000))
+
+    def run(
+        url: str,
+        *args: str,
+        out: Path | None = None,
+        env: dict[str, str] | None = None,
+        timeout: float = 300,
+    ) -> VerifierRun:
+        out = out or tmp_path / f"out{next(counter)}"
+        work = tmp_path / "work"
+        work.mkdir(exist_ok=True)
+        completed = subprocess.run(
+            verifier_command(url, out, *args),
+            cwd=work,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**os.environ, **(env or {})},
+        )
+        return VerifierRun(completed.returncode, completed.stdout, completed.stderr, out)
+
+    return run

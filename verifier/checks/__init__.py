@@ -1,0 +1,8 @@
+"""The check families. Importing this package registers every family in FAMILIES."""
+
+from __future__ import annotations
+
+from . import structured_output
+from .registry import FAMILIES, Family
+
+__all__ = ["FAMILIES", "Family", "structured_output"]

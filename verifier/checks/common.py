@@ -1,0 +1,144 @@
+"""Pure grading helpers shared by several families (no I/O, no pytest)."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.validators import validator_for
+
+from ..endpoint.response import ChatResult
+from ..outcome import Finding
+
+# Answers whose shape is so broken that nothing else can be graded.
+UNREADABLE = frozenset(
+    {"body_not_json", "not_a_completion", "no_choices", "chunk_not_json", "stream_error_event"}
+)
+
+_FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*[ \t]*\r?\n(?P<body>.*?)\r?\n?```\s*$", re.DOTALL)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ParsedJSON:
+    """The result of reading model output as one JSON document.
+
+    ``value`` is set when a JSON document was found; ``code`` is None when the
+    output was exactly that document (whitespace aside), else it names how the
+    output deviated: ``fenced_json``, ``extra_text``, ``not_json``, ``empty_output``.
+    """
+
+    value: Any = None
+    found: bool = False
+    code: str | None = None
+    detail: str = ""
+
+
+def parse_json_output(text: str | None) -> ParsedJSON:
+    """Read `text` as exactly one JSON document, saying how it deviates when it does not."""
+    if text is None or not text.strip():
+        return ParsedJSON(code="empty_output", detail="the output is empty")
+    try:
+        return ParsedJSON(value=json.loads(text), found=True)
+    except json.JSONDecodeError as exc:
+        error = exc
+    fenced = _FENCE.match(text)
+    if fenced:
+        try:
+            value = json.loads(fenced.group("body"))
+            return ParsedJSON(value, True, "fenced_json", "the JSON is wrapped in a markdown fence")
+        except json.JSONDecodeError:
+            pass
+    if _is_truncated(text):
+        return ParsedJSON(code="truncated_json", detail=f"the JSON stops early: {error.msg}")
+    decoder = json.JSONDecoder()
+    for match in re.finditer(r"[{\[]", text):
+        try:
+            value, end = decoder.raw_decode(text, match.start())
+        except json.JSONDecodeError:
+            continue
+        before, after = text[: match.start()].strip(), text[end:].strip()
+        where = "before" if before else "after"
+        extra = before or after
+        return ParsedJSON(value, True, "extra_text", f"text {where} the JSON: {extra[:60]!r}")
+    return ParsedJSON(code="not_json", detail=f"not JSON: {error.msg} at column {error.colno}")
+
+
+def _is_truncated(text: str) -> bool:
+    """The text opens a JSON object or array and ends before closing it."""
+    stripped = text.strip()
+    if stripped[:1] not in ("{", "["):
+        return False
+    stack: list[str] = []
+    in_string = escaped = False
+    for char in stripped:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            stack.append(char)
+        elif char in "}]":
+            if not stack or (stack[-1] == "{") != (char == "}"):
+                return False
+            stack.pop()
+            if not stack:
+                return False
+    return True
+
+
+@functools.lru_cache(maxsize=4096)
+def _compiled(schema_text: str) -> Draft202012Validator:
+    schema = json.loads(schema_text)
+    cls = validator_for(schema, default=Draft202012Validator)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+
+def compiled_validator(schema: Any) -> Draft202012Validator:
+    """A validator for `schema` (2020-12 unless it says otherwise, formats checked), cached."""
+    return _compiled(json.dumps(schema, sort_keys=True))
+
+
+def schema_findings(
+    schema: Any, instance: Any, *, code: str, attempt: str | None = None, prefix: str = "$"
+) -> Iterator[Finding]:
+    """One finding per JSON Schema error of `instance`, deepest first, naming the keyword."""
+    errors = sorted(
+        compiled_validator(schema).iter_errors(instance),
+        key=lambda e: (-len(e.path), list(map(str, e.path))),
+    )
+    for error in errors:
+        path = prefix + error.json_path[1:]
+        yield Finding(
+            code=code,
+            message=f"{path}: {error.message} (keyword {error.validator!r})",
+            json_path=path,
+            expected={str(error.validator): error.validator_value},
+            actual=error.instance,
+            attempt=attempt,
+        )
+
+
+def unreadable_findings(result: ChatResult, attempt: str) -> list[Finding]:
+    """Findings for an answer whose shape prevents grading (garbage body, broken stream)."""
+    return [
+        Finding("malformed_response", f"{p.message}", json_path=p.where, attempt=attempt)
+        for p in result.problems
+        if p.code in UNREADABLE
+    ]
+
+
+def excerpt(text: str | None, limit: int = 400) -> str | None:
+    """`text` cut to `limit` characters, marked when cut."""
+    if text is None or len(text) <= limit:
+        return text
+    return text[:limit] + f"... [{len(text) - limit} more characters]"

@@ -1,0 +1,90 @@
+"""The registry of check families: one entry per family, keyed by its name."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..cases import Case
+    from ..outcome import Outcome
+    from ..runner import RunContext
+
+RunFunction = Callable[["Case", "RunContext"], "Outcome"]
+CaseCheck = Callable[["Case"], None]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Family:
+    """A check family.
+
+    Args:
+        name: the family's name (its case folder, marker and scorecard key).
+        run: sends the case's requests through the context and grades them.
+        default_repeats: how many times a case runs when ``--repeats`` is not given.
+        check_case: extra validation of a loaded case beyond its JSON Schema
+            (raises CaseDataError); None when the schema says it all.
+        description: one line for ``--help`` and the scorecard.
+    """
+
+    name: str
+    run: RunFunction
+    default_repeats: int = 1
+    check_case: CaseCheck | None = None
+    description: str = ""
+
+
+class Registry:
+    """Families by name; registering a name twice is an error."""
+
+    def __init__(self) -> None:
+        self._families: dict[str, Family] = {}
+
+    def register(self, family: Family) -> Family:
+        """Add `family`.
+
+        Raises:
+            ValueError: a family of that name is already registered.
+        """
+        if family.name in self._families:
+            raise ValueError(f"a family named {family.name!r} is already registered")
+        self._families[family.name] = family
+        return family
+
+    def __getitem__(self, name: str) -> Family:
+        return self._families[name]
+
+    def __iter__(self) -> Iterator[Family]:
+        return iter(self._families.values())
+
+    def names(self) -> tuple[str, ...]:
+        """Registered family names, in registration order."""
+        return tuple(self._families)
+
+
+FAMILIES = Registry()
+
+
+def family(
+    name: str,
+    *,
+    default_repeats: int = 1,
+    check_case: CaseCheck | None = None,
+    description: str = "",
+) -> Callable[[RunFunction], RunFunction]:
+    """Register the decorated ``run(case, ctx)`` function as the family `name`."""
+
+    def decorate(run: RunFunction) -> RunFunction:
+        FAMILIES.register(
+            Family(
+                name,
+                run,
+                default_repeats,
+                check_case,
+                description or (run.__doc__ or "").strip().split("\n")[0],
+            )
+        )
+        return run
+
+    return decorate

@@ -1,0 +1,153 @@
+"""The pytest entry point: options, and the verification session when ``--endpoint`` is given.
+
+Without ``--endpoint`` this plugin only adds its options and markers, and
+imports nothing heavy: a project's own tests run as usual, at their usual
+speed. With it, :mod:`verifier.session` takes over the session.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .config import (
+    FAMILY_NAMES,
+    RunConfig,
+    env_var_name,
+    family_list,
+    non_negative_int,
+    normalize_endpoint,
+    positive_int,
+    positive_seconds,
+)
+from .errors import VerifierError
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Declare the verifier's options (all in one group)."""
+    group = parser.getgroup("verifier", "verification of an OpenAI-compatible endpoint")
+    group.addoption(
+        "--endpoint",
+        metavar="URL",
+        type=_option_type("--endpoint", normalize_endpoint),
+        help="base URL of the API to verify, e.g. http://127.0.0.1:8000/v1 (/v1 is added "
+        "when the URL has no path). Without it, no conformance item is collected.",
+    )
+    group.addoption(
+        "--model",
+        metavar="NAME",
+        help="model to verify (default: the only model the endpoint lists)",
+    )
+    group.addoption(
+        "--api-key-env",
+        metavar="NAME",
+        default="OPENAI_API_KEY",
+        type=_option_type("--api-key-env", env_var_name),
+        help="environment variable that holds the API key (default: OPENAI_API_KEY); "
+        "the key itself is never an option value",
+    )
+    group.addoption(
+        "--families",
+        metavar="LIST",
+        help="comma-separated families to run (default: every family this version has)",
+    )
+    group.addoption(
+        "--repeats",
+        metavar="K",
+        type=_option_type("--repeats", positive_int),
+        help="requests per case (default: the family's: tool_calling 5, others 1)",
+    )
+    group.addoption(
+        "--seed",
+        metavar="N",
+        type=_option_type("--seed", non_negative_int),
+        default=1234,
+        help="seed sent with every request (default: 1234)",
+    )
+    group.addoption(
+        "--timeout",
+        metavar="SECONDS",
+        type=_option_type("--timeout", positive_seconds),
+        default=60.0,
+        help="seconds allowed to connect and between bytes of an answer (default: 60)",
+    )
+    group.addoption(
+        "--max-retries",
+        metavar="N",
+        type=_option_type("--max-retries", non_negative_int),
+        default=3,
+        help="retries of a request after a connection error, timeout, 429 or 5xx (default: 3)",
+    )
+    group.addoption(
+        "--retry-backoff",
+        metavar="SECONDS",
+        type=_option_type("--retry-backoff", positive_seconds),
+        default=0.5,
+        help="wait before the first retry, doubled for each further one, jittered (default: 0.5)",
+    )
+    group.addoption(
+        "--out",
+        metavar="DIR",
+        default="verifier-out",
+        help="folder for the journal, transcript and scorecard (default: verifier-out)",
+    )
+    group.addoption(
+        "--resume",
+        action="store_true",
+        help="continue the run recorded in --out: cases already graded are not sent again",
+    )
+
+
+def _option_type(option: str, parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """Wrap a parser so that a bad value is one line naming the option (pytest.UsageError)."""
+
+    def convert(value: str) -> Any:
+        try:
+            return parse(value)
+        except argparse.ArgumentTypeError as exc:
+            raise pytest.UsageError(f"{option}: {exc}") from None
+
+    convert.__name__ = parse.__name__
+    return convert
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the markers; with ``--endpoint``, start the verification session."""
+    for name in FAMILY_NAMES:
+        config.addinivalue_line("markers", f"{name}: conformance cases of the {name} family")
+    endpoint = config.getoption("endpoint", None)
+    if endpoint is None:
+        if config.getoption("resume", False):
+            raise pytest.UsageError("--resume needs --endpoint: it continues a verification run")
+        return
+    try:
+        run_config = RunConfig(
+            endpoint=endpoint,
+            model=config.getoption("model"),
+            api_key_env=config.getoption("api_key_env"),
+            families=_families_option(config.getoption("families")),
+            repeats=config.getoption("repeats"),
+            seed=config.getoption("seed"),
+            timeout=config.getoption("timeout"),
+            max_retries=config.getoption("max_retries"),
+            retry_backoff=config.getoption("retry_backoff"),
+            out_dir=Path(config.getoption("out")),
+            resume=config.getoption("resume"),
+        )
+        from .session import start_session
+
+        start_session(config, run_config)
+    except VerifierError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def _families_option(value: str | None) -> tuple[str, ...]:
+    from .checks import FAMILIES
+
+    registered = set(FAMILIES.names())
+    known = tuple(name for name in FAMILY_NAMES if name in registered)
+    return known if value is None else family_list(value, known)

@@ -1,0 +1,80 @@
+"""Text for people: how a failing case explains itself, and the end-of-run summary."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from deepdiff import DeepDiff
+
+from .cases import Case
+from .outcome import Finding, Outcome, Status
+
+MAX_FINDINGS_SHOWN = 8
+
+
+def _compact(value: Any, limit: int = 300) -> str:
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more]"
+
+
+def _difference(finding: Finding) -> list[str]:
+    diff = DeepDiff(finding.expected, finding.actual, ignore_order=False, verbose_level=2)
+    if not diff:
+        return []
+    return ["difference (expected -> actual):"] + [
+        f"  {line}" for line in diff.pretty().splitlines()[:MAX_FINDINGS_SHOWN]
+    ]
+
+
+def render_outcome(case: Case, outcome: Outcome) -> str:
+    """The explanation of a failed or errored case, as shown by pytest."""
+    lines = [f"{outcome.code}: {outcome.message}"]
+    for finding in outcome.findings[:MAX_FINDINGS_SHOWN]:
+        where = f" [{finding.attempt}]" if finding.attempt else ""
+        lines.append(f"  - {finding.code}: {finding.message}{where}")
+    if len(outcome.findings) > MAX_FINDINGS_SHOWN:
+        lines.append(f"  ... and {len(outcome.findings) - MAX_FINDINGS_SHOWN} more findings")
+    if outcome.findings:
+        first = outcome.findings[0]
+        if first.compare:
+            lines.extend(_difference(first))
+        else:
+            if first.expected is not None:
+                lines.append(f"expected: {_compact(first.expected)}")
+            if first.actual is not None:
+                lines.append(f"actual:   {_compact(first.actual)}")
+    for key, value in outcome.evidence.items():
+        lines.append(f"{key}: {_compact(value) if not isinstance(value, str) else value}")
+    if outcome.status is Status.ERROR:
+        lines.append(
+            "this is a transport fault, not a verdict on the endpoint's behaviour: "
+            "the case counts as an error"
+        )
+    lines.append(f"case: {case.source}")
+    return "\n".join(lines)
+
+
+def _interval(family: Mapping[str, Any]) -> str:
+    if family["score"] is None:
+        return "score -"
+    low, high = family["interval"]
+    return f"score {family['score']:.3f} [{low:.3f}, {high:.3f}]"
+
+
+def summary_lines(card: Mapping[str, Any]) -> list[str]:
+    """One line per family (verdict, counts, score with its interval, top codes)."""
+    lines = []
+    width = max((len(name) for name in card["families"]), default=0)
+    for name, family in card["families"].items():
+        counts = family["counts"]
+        codes = ", ".join(f"{code} x{n}" for code, n in list(family["codes"].items())[:3])
+        lines.append(
+            f"{name:<{width}}  {family['verdict'].upper():<12} "
+            f"{counts['pass']} pass, {counts['fail']} fail, {counts['error']} error, "
+            f"{counts['unsupported']} unsupported  {_interval(family)}"
+            + (f"  ({codes})" if codes else "")
+        )
+    lines.append(f"overall: {card['verdict'].upper()}")
+    return lines
