@@ -19,6 +19,8 @@ from .defects import Defects
 from .model import MODEL_ID, Reply, count_prompt_tokens, respond
 
 FINGERPRINT = "fp_simulated"
+# Streamed tool-call arguments arrive in pieces of this many characters.
+ARGUMENT_PIECE = 8
 
 
 def error_body(
@@ -81,6 +83,9 @@ class Handler(BaseHTTPRequestHandler):
     """One connection; HTTP/1.1 so that clients can keep it alive."""
 
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in separate writes; with Nagle's algorithm on, the second
+    # waits for the client's delayed ACK (about 40 ms a request on loopback).
+    disable_nagle_algorithm = True
     server: SimulatorServer
     server_version = "verifier-simulator"
 
@@ -160,7 +165,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         if self.server.latency:
             time.sleep(self.server.latency)
-        reply = respond(request, self.server.defects)
+        reply = respond(request, self.server.defects, number)
         usage = _usage(request, reply)
         if request.get("stream"):
             self._stream(request, reply, usage, number)
@@ -196,25 +201,31 @@ class Handler(BaseHTTPRequestHandler):
             "model": MODEL_ID,
             "system_fingerprint": FINGERPRINT,
         }
-        events: list[dict[str, Any]] = [
-            {
-                **base,
-                "choices": [
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+            return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+        events = [chunk({"role": "assistant", "content": ""})]
+        events += [chunk({"content": token}) for token in reply.tokens]
+        repeat_name = "tool-name-repeated-in-stream" in self.server.defects
+        calls = reply.stream_tool_calls if reply.stream_tool_calls is not None else reply.tool_calls
+        for index, call in enumerate(calls):
+            first = {"name": call.name, "arguments": ""}
+            events.append(
+                chunk(
                     {
-                        "index": 0,
-                        "delta": {"role": "assistant", "content": ""},
-                        "finish_reason": None,
+                        "tool_calls": [
+                            {"index": index, "id": call.id, "type": "function", "function": first}
+                        ]
                     }
-                ],
-            }
-        ]
-        events += [
-            {**base, "choices": [{"index": 0, "delta": {"content": token}, "finish_reason": None}]}
-            for token in reply.tokens
-        ]
-        events.append(
-            {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": reply.finish_reason}]}
-        )
+                )
+            )
+            for start in range(0, len(call.arguments), ARGUMENT_PIECE):
+                function = {"arguments": call.arguments[start : start + ARGUMENT_PIECE]}
+                if repeat_name:
+                    function["name"] = call.name
+                events.append(chunk({"tool_calls": [{"index": index, "function": function}]}))
+        events.append(chunk({}, reply.finish_reason))
         options = request.get("stream_options") or {}
         if options.get("include_usage"):
             events.append({**base, "choices": [], "usage": usage})
@@ -251,7 +262,7 @@ def _invalid(request: Any) -> tuple[int, str, str | None] | None:
 
 def _usage(request: dict[str, Any], reply: Reply) -> dict[str, int]:
     prompt = count_prompt_tokens(request)
-    completion = len(reply.tokens)
+    completion = reply.completion_tokens
     return {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
@@ -261,6 +272,11 @@ def _usage(request: dict[str, Any], reply: Reply) -> dict[str, int]:
 
 def _completion(reply: Reply, usage: dict[str, int], number: int) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in reply.tool_calls
+        ]
     return {
         "id": f"chatcmpl-sim-{number}",
         "object": "chat.completion",
