@@ -8,7 +8,9 @@ per-token bias; a few more dimensions carry chosen transitions:
 
 - after ``<|im_middle|>`` (the end of the assistant header) comes ``Hello``,
   then ``!``, then ``<|im_end|>`` (the end-of-generation token): plain chat
-  answers "Hello!" in three tokens;
+  answers "Hello!" in three tokens; where a grammar forbids ending there (a
+  tool call is required), ``<|tool_call_begin|>`` comes next, so the server's
+  tool-call grammar and parser produce a real call;
 - otherwise the biases rank ``<|im_end|>`` first, then tokens that close JSON
   (``}``, ``]``, ``"``), then ``,`` and digits: under a grammar, constrained
   output closes as early as the grammar allows.
@@ -147,16 +149,33 @@ def weights(encoding: tiktoken.Encoding, n_vocab: int) -> tuple[np.ndarray, np.n
             biases[token] = bias
     for token, bias in biases.items():
         output[token, 0] = bias
-    # Chosen transitions, one dimension each: current token -> preferred next token.
-    # The greeting chain, then: after a quote or a closing bracket, a quote (so that a
-    # string the grammar opens is closed at once, and ends as soon as the grammar lets it).
-    chain = [ids(IM_MIDDLE)[0], ids("Hello")[0], ids("!")[0], EOS_ID]
-    quote = ids('"')[0]
-    transitions = list(zip(chain, chain[1:], strict=False))
-    transitions += [(quote, quote), (ids("}")[0], quote), (ids("]")[0], quote)]
-    for dim, (current, following) in enumerate(transitions, start=1):
-        embed[current, dim] = 3.0
-        output[following, dim] = 20.0
+    # Chosen transitions, one dimension each: current tokens -> preferred next tokens.
+    # The greeting chain; then, when a grammar forbids ending after the greeting (a tool call
+    # is required), a call opens, its id ends after one digit, and its arguments follow;
+    # after a quote or a closing bracket a quote comes first (so that a string the grammar
+    # opens is closed at once, and ends as soon as the grammar lets it).
+    hello, bang, quote = ids("Hello")[0], ids("!")[0], ids('"')[0]
+    section, call, arguments = (
+        ids(name)[0]
+        for name in (
+            "<|tool_calls_section_begin|>",
+            "<|tool_call_begin|>",
+            "<|tool_call_argument_begin|>",
+        )
+    )
+    transitions: list[tuple[list[int], dict[int, float]]] = [
+        ([ids(IM_MIDDLE)[0]], {hello: 20.0}),
+        ([hello], {bang: 20.0}),
+        ([bang], {EOS_ID: 20.0, call: 15.0, section: 12.0}),
+        ([section], {call: 20.0}),
+        ([ids("0")[0], ids("1")[0]], {arguments: 20.0}),
+        ([quote, ids("}")[0], ids("]")[0]], {quote: 20.0}),
+    ]
+    for dim, (currents, followers) in enumerate(transitions, start=1):
+        for current in currents:
+            embed[current, dim] = 3.0
+        for following, weight in followers.items():
+            output[following, dim] = weight
     return embed, output
 
 
