@@ -140,6 +140,23 @@ def verifier_command(url: str, out: Path, *args: str) -> list[str]:
     ]
 
 
+def verify(
+    url: str, out: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 300
+) -> VerifierRun:
+    """Run the verifier as a user would, in a subprocess, writing to `out`."""
+    work = out.parent / "work"
+    work.mkdir(exist_ok=True)
+    completed = subprocess.run(
+        verifier_command(url, out, *args),
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
+    return VerifierRun(completed.returncode, completed.stdout, completed.stderr, out)
+
+
 @pytest.fixture
 def run_verifier(tmp_path: Path) -> Callable[..., VerifierRun]:
     """Run the verifier as a user would, in a subprocess, in an empty folder."""
@@ -152,18 +169,7 @@ def run_verifier(tmp_path: Path) -> Callable[..., VerifierRun]:
         env: dict[str, str] | None = None,
         timeout: float = 300,
     ) -> VerifierRun:
-        out = out or tmp_path / f"out{next(counter)}"
-        work = tmp_path / "work"
-        work.mkdir(exist_ok=True)
-        completed = subprocess.run(
-            verifier_command(url, out, *args),
-            cwd=work,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env={**os.environ, **(env or {})},
-        )
-        return VerifierRun(completed.returncode, completed.stdout, completed.stderr, out)
+        return verify(url, out or tmp_path / f"out{next(counter)}", *args, env=env, timeout=timeout)
 
     return run
 
@@ -217,3 +223,23 @@ def llama_server(
     yield get
     for server in started.values():
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def realserver_run(
+    llama_server: Callable[[str], LlamaServer], tmp_path_factory: pytest.TempPathFactory
+) -> Callable[[str], VerifierRun]:
+    """The whole conformance suite, run once per llama-server process, as a user runs it.
+
+    Three repeats instead of the default five keep CI's time: requests 1 and 3 are
+    non-stream and 2 streams, so determinism is still compared within a mode and across modes.
+    """
+    runs: dict[str, VerifierRun] = {}
+
+    def get(name: str) -> VerifierRun:
+        if name not in runs:
+            out = tmp_path_factory.mktemp(f"realserver-{name}") / "out"
+            runs[name] = verify(llama_server(name).url, out, "--repeats", "3", timeout=1800)
+        return runs[name]
+
+    return get

@@ -24,6 +24,16 @@ Start = Callable[..., str]
 N_CASES = 15
 
 
+@pytest.fixture
+def run_verifier(run_verifier: Run) -> Run:
+    """These tests exercise the frame on one family: structured output."""
+
+    def run(url: str, *args: str, **kwargs: object) -> VerifierRun:
+        return run_verifier(url, "--families", "structured_output", *args, **kwargs)
+
+    return run
+
+
 def assert_valid_scorecard(run: VerifierRun) -> None:
     errors = list(resources.validator("scorecard").iter_errors(run.scorecard))
     assert errors == [], errors
@@ -153,7 +163,7 @@ def test_kill_and_resume_loses_nothing_and_counts_nothing_twice(
     reference = run_verifier(url, "-n", workers)
     out = tmp_path / f"killed{workers}"
     process = subprocess.Popen(
-        verifier_command(url, out, "-n", workers),
+        verifier_command(url, out, "-n", workers, "--families", "structured_output"),
         cwd=tmp_path,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -289,6 +299,8 @@ def test_without_endpoint_a_project_s_own_tests_run_as_usual(
         str(pytester.path / "o"),
         "-k",
         "enum or own",
+        "--families",
+        "structured_output",
     )
     verified.assert_outcomes(passed=1)
     verified.stdout.fnmatch_lines(["*structured_output*", "*1 passed*"])

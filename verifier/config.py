@@ -10,9 +10,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import difflib
+import json
 import os
 import re
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from .errors import ConfigError
@@ -144,6 +146,7 @@ class RunConfig:
     retry_backoff: float
     out_dir: Path
     resume: bool
+    baseline: Path | None = None
 
     @property
     def endpoint_display(self) -> str:
@@ -163,6 +166,29 @@ class RunConfig:
             "repeats": self.repeats,
             "seed": self.seed,
         }
+
+
+def load_baseline(path: Path) -> dict[str, Any]:
+    """Read a baseline scorecard.
+
+    Raises:
+        ConfigError: the file cannot be read, is not JSON, or is not a scorecard.
+    """
+    from . import resources
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"--baseline: cannot read {str(path)!r}: {exc.strerror or exc}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"--baseline: {str(path)!r} is not JSON: {exc}") from None
+    errors = list(resources.validator("scorecard").iter_errors(data))
+    if errors:
+        raise ConfigError(
+            f"--baseline: {str(path)!r} is not a scorecard: "
+            f"{errors[0].json_path}: {errors[0].message}"
+        )
+    return dict(data)
 
 
 def prepare_out_dir(path: Path) -> Path:

@@ -96,6 +96,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="folder for the journal, transcript and scorecard (default: verifier-out)",
     )
     group.addoption(
+        "--baseline",
+        metavar="SCORECARD",
+        help="scorecard.json of a reference endpoint: families that compare with it report "
+        "agreement (tool-call trigger F1, tool choice)",
+    )
+    group.addoption(
         "--resume",
         action="store_true",
         help="continue the run recorded in --out: cases already graded are not sent again",
@@ -137,12 +143,17 @@ def pytest_configure(config: pytest.Config) -> None:
             retry_backoff=config.getoption("retry_backoff"),
             out_dir=Path(config.getoption("out")),
             resume=config.getoption("resume"),
+            baseline=_path_or_none(config.getoption("baseline")),
         )
         from .session import start_session
 
         start_session(config, run_config)
     except VerifierError as exc:
         raise pytest.UsageError(str(exc)) from None
+
+
+def _path_or_none(value: str | None) -> Path | None:
+    return None if value is None else Path(value)
 
 
 def _families_option(value: str | None) -> tuple[str, ...]:

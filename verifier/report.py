@@ -76,5 +76,29 @@ def summary_lines(card: Mapping[str, Any]) -> list[str]:
             f"{counts['unsupported']} unsupported  {_interval(family)}"
             + (f"  ({codes})" if codes else "")
         )
+        detail = _sub_metrics(family.get("metrics", {}))
+        if detail:
+            lines.append(f"{'':<{width}}  {detail}")
     lines.append(f"overall: {card['verdict'].upper()}")
     return lines
+
+
+def _rate_text(label: str, rate: Mapping[str, Any] | None) -> str | None:
+    if not rate or rate.get("rate") is None:
+        return None
+    low, high = rate["interval"]
+    return f"{label} {rate['rate']:.3f} [{low:.3f}, {high:.3f}]"
+
+
+def _sub_metrics(metrics: Mapping[str, Any]) -> str:
+    """The family's headline sub-metrics, where it has them."""
+    parts = [
+        _rate_text("accuracy", metrics.get("accuracy", {}).get("overall")),
+        _rate_text("pass^k", metrics.get("pass_k")),
+        _rate_text("identical", metrics.get("identical_calls")),
+        _rate_text("stream parity", metrics.get("stream_parity")),
+    ]
+    baseline = metrics.get("baseline")
+    if baseline and baseline.get("trigger_f1") is not None:
+        parts.append(f"trigger F1 vs baseline {baseline['trigger_f1']:.3f}")
+    return "  ".join(p for p in parts if p)

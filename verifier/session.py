@@ -19,7 +19,7 @@ import pytest
 from . import __version__
 from .cases import Case, Corpus, load_corpus
 from .checks import FAMILIES
-from .config import RunConfig, prepare_out_dir
+from .config import RunConfig, load_baseline, prepare_out_dir
 from .endpoint.client import EndpointClient
 from .endpoint.probe import Capabilities, probe
 from .endpoint.transcript import Transcript
@@ -67,6 +67,7 @@ class VerifierSession:
             if check is not None:
                 check(case)
         self.out = OutDir(prepare_out_dir(run.out_dir))
+        self.baseline = None if run.baseline is None else load_baseline(run.baseline)
         self.journal: Journal | None = None
         self.moved_previous = False
         self.sessions = 1
@@ -253,6 +254,7 @@ class VerifierSession:
             transcript_sha256=sha,
             transcript_records=records,
             sessions=contents.sessions,
+            baseline=self.baseline,
         )
         write_atomic(self.out.scorecard, scorecard_json(card))
         self.scorecard = card

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import structured_output
+from . import structured_output, tool_calling
 from .registry import FAMILIES, Family
 
-__all__ = ["FAMILIES", "Family", "structured_output"]
+__all__ = ["FAMILIES", "Family", "structured_output", "tool_calling"]

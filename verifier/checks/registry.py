@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..cases import Case
@@ -13,6 +13,8 @@ if TYPE_CHECKING:
 
 RunFunction = Callable[["Case", "RunContext"], "Outcome"]
 CaseCheck = Callable[["Case"], None]
+# (latest outcome records of the family, the baseline scorecard's entry for it) -> sub-metrics
+Summarize = Callable[[Iterable[Mapping[str, Any]], Mapping[str, Any] | None], dict[str, Any]]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -25,6 +27,8 @@ class Family:
         default_repeats: how many times a case runs when ``--repeats`` is not given.
         check_case: extra validation of a loaded case beyond its JSON Schema
             (raises CaseDataError); None when the schema says it all.
+        summarize: the family's sub-metrics for the scorecard, a pure function of its
+            outcome records and the baseline's entry; None when counts say it all.
         description: one line for ``--help`` and the scorecard.
     """
 
@@ -32,6 +36,7 @@ class Family:
     run: RunFunction
     default_repeats: int = 1
     check_case: CaseCheck | None = None
+    summarize: Summarize | None = None
     description: str = ""
 
 
@@ -71,6 +76,7 @@ def family(
     *,
     default_repeats: int = 1,
     check_case: CaseCheck | None = None,
+    summarize: Summarize | None = None,
     description: str = "",
 ) -> Callable[[RunFunction], RunFunction]:
     """Register the decorated ``run(case, ctx)`` function as the family `name`."""
@@ -82,6 +88,7 @@ def family(
                 run,
                 default_repeats,
                 check_case,
+                summarize,
                 description or (run.__doc__ or "").strip().split("\n")[0],
             )
         )

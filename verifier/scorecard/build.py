@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .. import __version__
+from ..checks import FAMILIES
 from .stats import wilson_interval
 
 SCHEMA_VERSION = 1
@@ -39,8 +40,17 @@ def verdict(counts: Mapping[str, int], max_error_rate: float = MAX_ERROR_RATE) -
     return "fail" if counts["fail"] else "pass"
 
 
-def summarize_family(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """The scorecard entry of one family from its (latest) outcome records."""
+def summarize_family(
+    name: str, records: Iterable[Mapping[str, Any]], baseline: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The scorecard entry of one family from its (latest) outcome records.
+
+    Args:
+        name: the family.
+        records: the latest outcome record of each of its cases.
+        baseline: the same family's entry in a baseline scorecard, if one was given.
+    """
+    records = list(records)
     counts = dict.fromkeys(STATUSES, 0)
     codes: Counter[str] = Counter()
     errors: Counter[str] = Counter()
@@ -52,7 +62,9 @@ def summarize_family(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         counts[status] += 1
         requests += int(outcome.get("metrics", {}).get("requests", 0) or 0)
         if status == "fail":
-            codes[outcome["code"]] += 1
+            quality = set(outcome.get("metrics", {}).get("quality", []))
+            found = {outcome["code"]} | {f["code"] for f in outcome.get("findings", [])}
+            codes.update(found - quality)
             if len(worst) < WORST_FAILURES:
                 worst.append(
                     {
@@ -66,6 +78,10 @@ def summarize_family(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
             errors[outcome.get("code") or "error"] += 1
     graded = counts["pass"] + counts["fail"]
     interval = wilson_interval(counts["pass"], graded)
+    metrics: dict[str, Any] = {"requests": requests}
+    summarize = FAMILIES[name].summarize if name in FAMILIES.names() else None
+    if summarize is not None:
+        metrics.update(summarize(records, baseline))
     return {
         "verdict": verdict(counts),
         "cases": sum(counts.values()),
@@ -74,7 +90,7 @@ def summarize_family(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         "interval": list(interval) if interval else None,
         "codes": dict(sorted(codes.items(), key=lambda kv: (-kv[1], kv[0]))),
         "errors": dict(sorted(errors.items(), key=lambda kv: (-kv[1], kv[0]))),
-        "metrics": {"requests": requests},
+        "metrics": metrics,
         "worst": worst,
     }
 
@@ -99,6 +115,7 @@ def build_scorecard(
     transcript_sha256: str,
     transcript_records: int,
     sessions: int = 1,
+    baseline: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The scorecard of a run.
 
@@ -109,12 +126,18 @@ def build_scorecard(
         transcript_sha256: digest of the merged transcript file.
         transcript_records: number of records in it.
         sessions: how many sessions the run took (more than 1 after --resume).
+        baseline: a scorecard of a reference endpoint to compare with (``--baseline``).
     """
     settings = header["settings"]
     by_family: dict[str, list[Mapping[str, Any]]] = {name: [] for name in settings["families"]}
     for record in records.values():
         by_family.setdefault(record["family"], []).append(record)
-    families = {name: summarize_family(items) for name, items in by_family.items() if items}
+    baseline_families = (baseline or {}).get("families", {})
+    families = {
+        name: summarize_family(name, items, baseline_families.get(name))
+        for name, items in by_family.items()
+        if items
+    }
     capabilities = header.get("capabilities", {})
     return {
         "schema_version": SCHEMA_VERSION,
@@ -138,4 +161,15 @@ def build_scorecard(
         "verdict": overall_verdict(families),
         "families": families,
         "transcript": {"sha256": transcript_sha256, "records": transcript_records},
+        **({"baseline": baseline_identity(baseline)} if baseline is not None else {}),
+    }
+
+
+def baseline_identity(baseline: Mapping[str, Any]) -> dict[str, Any]:
+    """What the scorecard says about the baseline it was compared with."""
+    return {
+        "run": baseline.get("run", {}).get("id"),
+        "endpoint": baseline.get("endpoint", {}).get("url"),
+        "model": baseline.get("endpoint", {}).get("model"),
+        "corpus": baseline.get("corpus", {}).get("digest"),
     }

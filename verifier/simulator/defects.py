@@ -44,6 +44,67 @@ CATALOGUE: dict[str, DefectSpec] = {
             "wraps structured output in a ```json markdown fence",
         ),
         DefectSpec(
+            "tool-args-not-json",
+            "tool_calling",
+            "cuts the last character off tool-call arguments, so they are not JSON",
+        ),
+        DefectSpec(
+            "tool-unknown-name", "tool_calling", "calls a tool by a name that was not offered"
+        ),
+        DefectSpec(
+            "tool-args-violate-schema",
+            "tool_calling",
+            "leaves a required argument out (or adds one the schema forbids)",
+        ),
+        DefectSpec(
+            "tool-finish-reason-stop",
+            "tool_calling",
+            "says finish_reason stop when it made tool calls",
+        ),
+        DefectSpec(
+            "tool-nondeterministic-args",
+            "tool_calling",
+            "changes an argument value from request to request at temperature 0",
+        ),
+        DefectSpec(
+            "tool-stream-args-differ",
+            "tool_calling",
+            "streams different arguments than it returns without streaming",
+        ),
+        DefectSpec(
+            "tool-name-repeated-in-stream",
+            "tool_calling",
+            "repeats the function name in every streamed delta of a call",
+        ),
+        DefectSpec(
+            "tool-choice-none-ignored", "tool_calling", "calls tools when tool_choice is none"
+        ),
+        DefectSpec(
+            "tool-choice-required-ignored",
+            "tool_calling",
+            "treats tool_choice required as auto (may answer without a call)",
+        ),
+        DefectSpec(
+            "tool-choice-named-ignored",
+            "tool_calling",
+            "treats a named tool_choice as auto (may call another tool)",
+        ),
+        DefectSpec(
+            "parallel-tool-calls-ignored",
+            "tool_calling",
+            "makes several calls in one answer when parallel_tool_calls is false",
+        ),
+        DefectSpec(
+            "tool-markers-in-content",
+            "tool_calling",
+            "leaks the raw tool-call markup of the chat template into content",
+        ),
+        DefectSpec(
+            "tool-duplicate-call-ids",
+            "tool_calling",
+            "gives parallel calls one shared id, and a single call an empty id",
+        ),
+        DefectSpec(
             "http-500-every-3rd",
             "transport",
             "answers every 3rd chat request with HTTP 500",

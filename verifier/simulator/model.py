@@ -16,6 +16,7 @@ from typing import Any
 
 from .conform import MISSING, conform
 from .defects import Defects
+from .oracle import natural_calls
 
 MODEL_ID = "simulated-tiny"
 GREETING = "Hello! I am a tiny deterministic model."
@@ -71,17 +72,36 @@ def natural_json(request: dict[str, Any]) -> Any:
 
 
 @dataclasses.dataclass(slots=True)
+class ToolCall:
+    """One call as the server will send it: arguments already a JSON string."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclasses.dataclass(slots=True)
 class Reply:
-    """What the model says: content split into tokens, and why it stopped."""
+    """What the model says: content split into tokens, tool calls, and why it stopped."""
 
     tokens: list[str]
     finish_reason: str
-    tool_calls: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    tool_calls: list[ToolCall] = dataclasses.field(default_factory=list)
+    # Only for the defect that makes streamed arguments differ from non-stream ones.
+    stream_tool_calls: list[ToolCall] | None = None
 
     @property
-    def content(self) -> str:
-        """The tokens joined."""
+    def content(self) -> str | None:
+        """The tokens joined (None for a reply that is only tool calls)."""
+        if not self.tokens and self.tool_calls:
+            return None
         return "".join(self.tokens)
+
+    @property
+    def completion_tokens(self) -> int:
+        """Toy tokens of the content and of each call's name and arguments."""
+        calls = sum(len(tokenize(c.name + c.arguments)) for c in self.tool_calls)
+        return len(self.tokens) + calls
 
 
 def _plain_reply(request: dict[str, Any]) -> str:
@@ -120,8 +140,121 @@ def max_tokens_of(request: dict[str, Any]) -> int | None:
     return None
 
 
-def respond(request: dict[str, Any], defects: Defects) -> Reply:
-    """The model's reply to a (valid) chat-completions request."""
+def _tools_of(request: dict[str, Any]) -> dict[str, Any]:
+    """Offered tools by name -> parameters schema."""
+    tools = request.get("tools") or []
+    return {
+        t["function"]["name"]: t["function"].get("parameters", {})
+        for t in tools
+        if isinstance(t, dict) and isinstance(t.get("function"), dict) and "name" in t["function"]
+    }
+
+
+def _forced_call(name: str, parameters: Any) -> dict[str, Any]:
+    return {"name": name, "arguments": conform(MISSING, parameters)}
+
+
+def choose_calls(request: dict[str, Any], defects: Defects) -> list[dict[str, Any]]:
+    """The calls to make, honouring tool_choice and parallel_tool_calls (unless a defect says)."""
+    tools = _tools_of(request)
+    if not tools:
+        return []
+    natural = [c for c in natural_calls(request) if c["name"] in tools]
+    choice = request.get("tool_choice", "auto")
+    if choice == "none":
+        if "tool-choice-none-ignored" not in defects:
+            return []
+        choice = "auto"
+        natural = natural or [_forced_call(*next(iter(tools.items())))]
+    if choice == "required" and "tool-choice-required-ignored" in defects:
+        choice = "auto"
+    if isinstance(choice, dict) and "tool-choice-named-ignored" in defects:
+        choice = "auto"
+    if choice == "required":
+        calls = natural or [_forced_call(*next(iter(tools.items())))]
+    elif isinstance(choice, dict):
+        name = choice.get("function", {}).get("name")
+        calls = [c for c in natural if c["name"] == name][:1]
+        if not calls and name in tools:
+            calls = [_forced_call(name, tools[name])]
+    else:
+        calls = natural
+    if request.get("parallel_tool_calls") is False and "parallel-tool-calls-ignored" not in defects:
+        calls = calls[:1]
+    return calls
+
+
+def _perturb(arguments: Any, tag: str) -> Any:
+    """The same arguments with one value changed (the first string, else the first number)."""
+    if not isinstance(arguments, dict):
+        return arguments
+    changed = dict(arguments)
+    for key, value in changed.items():
+        if isinstance(value, str):
+            changed[key] = f"{value} {tag}"
+            return changed
+    for key, value in changed.items():
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            changed[key] = value + 1
+            return changed
+    changed["note"] = tag
+    return changed
+
+
+def _violate(arguments: Any, parameters: Any) -> Any:
+    """Arguments that break the parameters schema: a required property left out, or a stranger."""
+    required = parameters.get("required", []) if isinstance(parameters, dict) else []
+    if required and isinstance(arguments, dict):
+        return {k: v for k, v in arguments.items() if k != required[0]}
+    return {**(arguments if isinstance(arguments, dict) else {}), "unexpected_property": True}
+
+
+def tool_calls_for(
+    request: dict[str, Any], defects: Defects, number: int
+) -> tuple[list[ToolCall], list[ToolCall] | None]:
+    """The calls as sent, with tool defects applied; and the streamed version when it differs."""
+    tools = _tools_of(request)
+    calls = choose_calls(request, defects)
+    sent: list[ToolCall] = []
+    streamed: list[ToolCall] = []
+    for index, call in enumerate(calls):
+        name, arguments = call["name"], call["arguments"]
+        if "tool-args-violate-schema" in defects:
+            arguments = _violate(arguments, tools.get(name, {}))
+        if "tool-nondeterministic-args" in defects:
+            arguments = _perturb(arguments, f"#{number}")
+        text = json.dumps(arguments, ensure_ascii=False)
+        if "tool-args-not-json" in defects:
+            text = text[:-1]
+        if "tool-unknown-name" in defects:
+            name = f"{name}_v2"
+        call_id = f"call_{number}_{index}"
+        if "tool-duplicate-call-ids" in defects:
+            call_id = "call_dup" if len(calls) > 1 else ""
+        sent.append(ToolCall(call_id, name, text))
+        if "tool-stream-args-differ" in defects:
+            text = json.dumps(_perturb(arguments, "(streamed)"), ensure_ascii=False)
+        streamed.append(ToolCall(call_id, name, text))
+    return sent, (streamed if "tool-stream-args-differ" in defects else None)
+
+
+def kimi_markup(calls: list[ToolCall]) -> str:
+    """The calls written as Kimi K2's chat template writes them (what a parser must extract)."""
+    inner = "".join(
+        f"<|tool_call_begin|>functions.{c.name}:{i}<|tool_call_argument_begin|>{c.arguments}"
+        "<|tool_call_end|>"
+        for i, c in enumerate(calls)
+    )
+    return f"<|tool_calls_section_begin|>{inner}<|tool_calls_section_end|>"
+
+
+def respond(request: dict[str, Any], defects: Defects, number: int = 0) -> Reply:
+    """The model's reply to a (valid) chat-completions request (`number` orders the requests)."""
+    calls, streamed = tool_calls_for(request, defects, number)
+    if calls:
+        tokens = tokenize(kimi_markup(calls)) if "tool-markers-in-content" in defects else []
+        finish = "stop" if "tool-finish-reason-stop" in defects else "tool_calls"
+        return Reply(tokens, finish, calls, streamed)
     text = _structured_text(request, defects)
     if text is None:
         text = _plain_reply(request)

@@ -1,0 +1,112 @@
+"""The tool-calling family end to end on the simulated vendor: each defect caught, clean passes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import VerifierRun
+from verifier import resources
+
+pytestmark = pytest.mark.slow
+
+Run = Callable[..., VerifierRun]
+Start = Callable[..., str]
+
+DEFECT_CODES = {
+    "tool-args-not-json": "invalid_json",
+    "tool-unknown-name": "unknown_tool",
+    "tool-args-violate-schema": "schema_mismatch",
+    "tool-finish-reason-stop": "finish_reason_mismatch",
+    "tool-nondeterministic-args": "nondeterministic_calls",
+    "tool-stream-args-differ": "stream_calls_differ",
+    "tool-name-repeated-in-stream": "tool_call_name_repeated",
+    "tool-choice-none-ignored": "tool_choice_none_ignored",
+    "tool-choice-required-ignored": "tool_choice_required_ignored",
+    "tool-choice-named-ignored": "tool_choice_named_ignored",
+    "parallel-tool-calls-ignored": "parallel_tool_calls_ignored",
+    "tool-markers-in-content": "markers_in_content",
+    "tool-duplicate-call-ids": "bad_call_id",
+}
+
+
+def tool_run(run_verifier: Run, url: str, *args: str) -> VerifierRun:
+    run = run_verifier(url, "--families", "tool_calling", *args)
+    errors = list(resources.validator("scorecard").iter_errors(run.scorecard))
+    assert errors == [], errors
+    return run
+
+
+def test_clean_vendor_passes_with_full_metrics(simulator: Start, run_verifier: Run) -> None:
+    run = tool_run(run_verifier, simulator())
+    assert run.returncode == 0, run.stdout[-3000:]
+    family = run.family("tool_calling")
+    assert family["verdict"] == "pass"
+    assert (
+        family["counts"]["fail"]
+        == family["counts"]["error"]
+        == family["counts"]["unsupported"]
+        == 0
+    )
+    metrics = family["metrics"]
+    assert metrics["requests"] == 5 * family["cases"], "--repeats defaults to 5 for tool calling"
+    for name in ("request_validity", "pass_k", "identical_calls", "stream_parity"):
+        assert metrics[name]["rate"] == 1.0, name
+        assert 0.9 < metrics[name]["interval"][0] < 1.0, name
+    categories = metrics["accuracy"]["by_category"]
+    assert set(categories) >= {
+        "single",
+        "multiple",
+        "parallel",
+        "irrelevance",
+        "multi_turn",
+        "forced",
+    }
+    for name, rate in categories.items():
+        assert rate["rate"] == 1.0, name
+        assert rate["trials"] >= 20 or name == "tool_choice", name
+    assert "key order and whitespace ignored" in metrics["compared"]
+    assert len(metrics["decisions"]) == family["cases"]
+
+
+@pytest.mark.parametrize(("defect", "code"), sorted(DEFECT_CODES.items()))
+def test_each_defect_is_caught_with_its_code(
+    simulator: Start, run_verifier: Run, defect: str, code: str
+) -> None:
+    run = tool_run(run_verifier, simulator("--defect", defect), "--repeats", "3")
+    family = run.family("tool_calling")
+    assert family["verdict"] == "fail"
+    assert code in family["codes"], family["codes"]
+    assert family["counts"]["error"] == 0
+    assert f"{code}: " in run.stdout
+
+
+def test_baseline_agreement(simulator: Start, run_verifier: Run, tmp_path: Path) -> None:
+    reference = tool_run(run_verifier, simulator(), "--repeats", "1")
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text(json.dumps(reference.scorecard))
+    same = tool_run(run_verifier, simulator(), "--repeats", "1", "--baseline", str(baseline))
+    agreement = same.family("tool_calling")["metrics"]["baseline"]
+    assert agreement["trigger_f1"] == 1.0 and agreement["tool_agreement"]["rate"] == 1.0
+    assert same.scorecard["baseline"]["run"] == reference.scorecard["run"]["id"]
+    other = tool_run(
+        run_verifier,
+        simulator("--defect", "tool-choice-none-ignored"),
+        "--repeats",
+        "1",
+        "--baseline",
+        str(baseline),
+    )
+    agreement = other.family("tool_calling")["metrics"]["baseline"]
+    assert agreement["trigger_precision"] < 1.0 and agreement["trigger_recall"] == 1.0
+
+
+def test_bad_baseline_is_one_line(simulator: Start, run_verifier: Run, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema_version": 1}')
+    run = run_verifier(simulator(), "--baseline", str(bad))
+    assert run.returncode == 4
+    assert "ERROR: --baseline: " in run.stderr and "is not a scorecard" in run.stderr

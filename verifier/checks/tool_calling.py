@@ -1,0 +1,446 @@
+"""Tool calling: validity, tool_choice contracts, streaming invariants, determinism, accuracy.
+
+A case fails on a **defect**: something no correct serving layer does, whatever
+the model. Codes, in grading order:
+
+- ``malformed_response``, ``invalid_json``, ``unknown_tool``, ``schema_mismatch``
+  (JSON Schema 2020-12 against the declared parameters), ``bad_call_id`` (missing,
+  empty or duplicate), ``bad_call_type``, ``finish_reason_mismatch``
+  (``tool_calls`` exactly when calls are present), ``markers_in_content``;
+- ``tool_choice_none_ignored``, ``tool_choice_required_ignored``,
+  ``tool_choice_named_ignored``, ``parallel_tool_calls_ignored``;
+- stream invariants: ``tool_call_first_delta_incomplete``, ``tool_call_name_repeated``,
+  ``tool_call_name_changed``, ``tool_call_id_changed``, ``content_after_tool_calls``,
+  ``finish_reason_repeated``, ``finish_reason_missing``, ``malformed_tool_calls``;
+- determinism at temperature 0 with a fixed seed: ``nondeterministic_calls`` (repeats
+  of one mode differ), ``stream_calls_differ`` (stream and non-stream differ). Calls
+  are compared by name and parsed arguments: key order and whitespace are not
+  differences, and nothing here claims bit-exact output.
+
+Whether the model called the right tool with the right values is **accuracy**,
+measured per category against the case's acceptable calls (``missing_call``,
+``unexpected_call``, ``wrong_tool``, ``value_mismatch``): reported as rates and
+compared with a baseline, never a case failure by itself. A malformed call is
+never counted as "no call".
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..endpoint.response import ChatResult, Choice
+from ..outcome import Finding, Outcome, Status
+from ..scorecard.stats import wilson_interval
+from .common import excerpt, schema_findings, unreadable_findings
+from .registry import family
+from .tool_matching import Call, compare_calls, parse_arguments, signature
+
+if TYPE_CHECKING:
+    from ..cases import Case
+    from ..runner import RunContext
+
+QUALITY_CODES = frozenset({"missing_call", "unexpected_call", "wrong_tool", "value_mismatch"})
+STREAM_CODES = frozenset(
+    {
+        "tool_call_first_delta_incomplete",
+        "tool_call_name_repeated",
+        "tool_call_name_changed",
+        "tool_call_id_changed",
+        "tool_call_index_missing",
+        "content_after_tool_calls",
+        "finish_reason_repeated",
+        "finish_reason_missing",
+        "malformed_tool_calls",
+    }
+)
+# Tool-call markup of common chat templates; seen in content, a parser failed to extract it.
+MARKERS = re.compile(
+    r"<\|tool_calls?_section_begin\|>|<\|tool_call_begin\|>|<\|tool_call_argument_begin\|>"
+    r"|<\|tool_call_end\|>|</?tool_call>|\[TOOL_CALLS\]|<\|python_tag\|>"
+    r"|<｜tool▁calls?▁begin｜>|<｜tool▁call▁begin｜>|<\|call\|>|<function=|<tool_calls>"
+)
+COMPARED = (
+    "tool names and arguments parsed as JSON (key order and whitespace ignored; parallel "
+    "calls in any order); content text is not compared; no claim of bit-exact output"
+)
+
+
+def tool_names(case: Case) -> list[str]:
+    """Names of the tools the case offers."""
+    return [tool["function"]["name"] for tool in case.data["tools"]]
+
+
+def parameters_of(case: Case, name: str) -> Any:
+    """The parameters schema of the tool `name`."""
+    for tool in case.data["tools"]:
+        if tool["function"]["name"] == name:
+            return tool["function"]["parameters"]
+    raise KeyError(name)
+
+
+def calls_of(choice: Choice | None) -> list[Call]:
+    """The calls of a choice with their arguments parsed."""
+    if choice is None:
+        return []
+    return [Call(c.name, parse_arguments(c.arguments), c.arguments) for c in choice.tool_calls]
+
+
+def named_choice(case: Case) -> str | None:
+    """The function name forced by a named tool_choice, if any."""
+    choice = case.data.get("tool_choice")
+    return choice["function"]["name"] if isinstance(choice, dict) else None
+
+
+def validity_findings(case: Case, result: ChatResult, attempt: str) -> list[Finding]:
+    """Defects of one answer: the calls, finish_reason, markers, stream invariants (pure)."""
+    broken = unreadable_findings(result, attempt)
+    if broken:
+        return broken
+    choice = result.choice
+    if choice is None:
+        return [Finding("malformed_response", "the answer has no choice", attempt=attempt)]
+    findings: list[Finding] = []
+    known = tool_names(case)
+    ids = [call.id for call in choice.tool_calls]
+    for position, call in enumerate(choice.tool_calls):
+        where = f"$.choices[0].message.tool_calls[{position}]"
+        if not call.id:
+            findings.append(
+                Finding("bad_call_id", f"tool call {position} has no id", where, attempt=attempt)
+            )
+        elif ids.count(call.id) > 1:
+            findings.append(
+                Finding(
+                    "bad_call_id",
+                    f"tool call id {call.id!r} is used more than once",
+                    where,
+                    attempt=attempt,
+                )
+            )
+        if call.type != "function":
+            findings.append(
+                Finding(
+                    "bad_call_type",
+                    f"tool call {position} has type {call.type!r}, not 'function'",
+                    where,
+                    attempt=attempt,
+                )
+            )
+        if call.name not in known:
+            findings.append(
+                Finding(
+                    "unknown_tool",
+                    f"call to {call.name!r}, which is not among {known}",
+                    where,
+                    expected=known,
+                    actual=call.name,
+                    attempt=attempt,
+                )
+            )
+            continue
+        arguments = parse_arguments(call.arguments)
+        if arguments is None:
+            findings.append(
+                Finding(
+                    "invalid_json",
+                    f"arguments of {call.name!r} are not JSON: "
+                    f"{excerpt(call.arguments or '', 120)!r}",
+                    f"{where}.function.arguments",
+                    actual=call.arguments,
+                    attempt=attempt,
+                )
+            )
+            continue
+        findings.extend(
+            schema_findings(
+                parameters_of(case, call.name),
+                arguments,
+                code="schema_mismatch",
+                attempt=attempt,
+                prefix=f"{where}.function.arguments",
+            )
+        )
+    has_calls = bool(choice.tool_calls)
+    if has_calls != (choice.finish_reason == "tool_calls") and not (
+        result.stream and choice.finish_reason is None
+    ):
+        findings.append(
+            Finding(
+                "finish_reason_mismatch",
+                f"finish_reason is {choice.finish_reason!r} "
+                f"with {len(choice.tool_calls)} tool call(s)",
+                "$.choices[0].finish_reason",
+                expected="tool_calls" if has_calls else "not tool_calls",
+                actual=choice.finish_reason,
+                attempt=attempt,
+            )
+        )
+    if choice.content and MARKERS.search(choice.content):
+        marker = MARKERS.search(choice.content)
+        findings.append(
+            Finding(
+                "markers_in_content",
+                f"tool-call markup {marker.group(0) if marker else ''!r} in content",
+                "$.choices[0].message.content",
+                actual=excerpt(choice.content, 200),
+                attempt=attempt,
+            )
+        )
+    findings.extend(
+        Finding(problem.code, problem.message, problem.where, attempt=attempt)
+        for problem in result.problems
+        if problem.code in STREAM_CODES
+    )
+    findings.extend(contract_findings(case, choice, attempt))
+    return findings
+
+
+def contract_findings(case: Case, choice: Choice, attempt: str) -> list[Finding]:
+    """tool_choice and parallel_tool_calls, which the server must enforce whatever the model."""
+    findings = []
+    tool_choice = case.data.get("tool_choice")
+    names = [call.name for call in choice.tool_calls]
+    if tool_choice == "none" and names:
+        findings.append(
+            Finding(
+                "tool_choice_none_ignored", f"tool_choice none, but called {names}", attempt=attempt
+            )
+        )
+    if tool_choice == "required" and not names:
+        findings.append(
+            Finding(
+                "tool_choice_required_ignored", "tool_choice required, but no call", attempt=attempt
+            )
+        )
+    forced = named_choice(case)
+    if forced is not None and (not names or any(name != forced for name in names)):
+        findings.append(
+            Finding(
+                "tool_choice_named_ignored",
+                f"tool_choice names {forced!r}, but called {names}",
+                expected=forced,
+                actual=names,
+                attempt=attempt,
+            )
+        )
+    if case.data.get("parallel_tool_calls") is False and len(names) > 1:
+        findings.append(
+            Finding(
+                "parallel_tool_calls_ignored",
+                f"parallel_tool_calls false, but {len(names)} calls in one answer",
+                attempt=attempt,
+            )
+        )
+    return findings
+
+
+def accuracy_findings(case: Case, result: ChatResult, attempt: str) -> list[Finding] | None:
+    """Accuracy against the acceptable calls, or None when the case sets no expectation."""
+    expected = case.data.get("expected")
+    if expected is None or case.data.get("tool_choice") == "none":
+        return None if expected is None else []
+    return compare_calls(calls_of(result.choice), expected["calls"], attempt=attempt)
+
+
+def determinism_findings(signatures: Sequence[tuple[bool, Any]]) -> list[Finding]:
+    """Compare the call signatures of the repeats: within each mode, then across modes."""
+    findings = []
+    by_mode: dict[bool, list[Any]] = {False: [], True: []}
+    for stream, sig in signatures:
+        by_mode[stream].append(sig)
+    for stream, sigs in by_mode.items():
+        if len(set(sigs)) > 1:
+            mode = "stream" if stream else "non-stream"
+            findings.append(
+                Finding(
+                    "nondeterministic_calls",
+                    f"{len(set(sigs))} different call sets across {len(sigs)} {mode} repeats "
+                    "at temperature 0 with a fixed seed",
+                    expected=_shown(sigs[0]),
+                    actual=_shown(next(s for s in sigs if s != sigs[0])),
+                    compare=True,
+                )
+            )
+    plain, streamed = by_mode[False], by_mode[True]
+    if (
+        plain
+        and streamed
+        and len(set(plain)) == 1
+        and len(set(streamed)) == 1
+        and plain[0] != streamed[0]
+    ):
+        findings.append(
+            Finding(
+                "stream_calls_differ",
+                "the streamed calls differ from the non-stream calls",
+                expected=_shown(plain[0]),
+                actual=_shown(streamed[0]),
+                compare=True,
+            )
+        )
+    return findings
+
+
+def _shown(sig: Any) -> list[dict[str, str]]:
+    return [{"name": name, "arguments": arguments} for name, arguments in sig]
+
+
+def _evidence(result: ChatResult, name: str) -> dict[str, Any]:
+    choice = result.choice
+    if choice is None:
+        return {"attempt": name}
+    return {
+        "attempt": name,
+        "content": excerpt(choice.content),
+        "tool_calls": [c.to_dict() for c in choice.tool_calls],
+        "finish_reason": choice.finish_reason,
+    }
+
+
+def _rate(successes: int, trials: int) -> dict[str, Any]:
+    interval = wilson_interval(successes, trials)
+    return {
+        "rate": successes / trials if trials else None,
+        "interval": list(interval) if interval else None,
+        "successes": successes,
+        "trials": trials,
+    }
+
+
+def summarize(
+    records: Iterable[Mapping[str, Any]], baseline: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """Sub-metrics of the family, with intervals, and agreement with a baseline (pure)."""
+    graded = [r for r in records if r["outcome"]["status"] in ("pass", "fail")]
+    metrics = [r["outcome"]["metrics"] for r in graded]
+    total = sum(m.get("requests", 0) for m in metrics)
+    valid = sum(m.get("valid_requests", 0) for m in metrics)
+    by_category: dict[str, list[bool]] = {}
+    quality_codes: Counter[str] = Counter()
+    for m in metrics:
+        if m.get("accurate") is not None:
+            by_category.setdefault(m["category"], []).append(m["accurate"])
+        quality_codes.update(m.get("quality", []))
+    accurate_all = [a for values in by_category.values() for a in values]
+    parity = [m["stream_parity"] for m in metrics if m.get("stream_parity") is not None]
+    decisions = {
+        r["case"].split("/", 1)[1]: r["outcome"]["metrics"].get("called", []) for r in graded
+    }
+    summary: dict[str, Any] = {
+        "compared": COMPARED,
+        "request_validity": _rate(valid, total),
+        "pass_k": _rate(sum(bool(m.get("pass_k")) for m in metrics), len(metrics)),
+        "identical_calls": _rate(sum(bool(m.get("identical")) for m in metrics), len(metrics)),
+        "stream_parity": _rate(sum(parity), len(parity)),
+        "accuracy": {
+            "overall": _rate(sum(accurate_all), len(accurate_all)),
+            "by_category": {
+                category: _rate(sum(values), len(values))
+                for category, values in sorted(by_category.items())
+            },
+            "codes": dict(sorted(quality_codes.items(), key=lambda kv: (-kv[1], kv[0]))),
+        },
+        "decisions": decisions,
+    }
+    if baseline is not None:
+        summary["baseline"] = baseline_agreement(
+            decisions, baseline.get("metrics", {}).get("decisions", {})
+        )
+    return summary
+
+
+def baseline_agreement(
+    ours: Mapping[str, list[str]], theirs: Mapping[str, list[str]]
+) -> dict[str, Any]:
+    """Trigger F1 (the baseline's "called a tool" decisions as truth) and tool-choice agreement."""
+    shared = sorted(set(ours) & set(theirs))
+    tp = sum(bool(ours[c]) and bool(theirs[c]) for c in shared)
+    fp = sum(bool(ours[c]) and not theirs[c] for c in shared)
+    fn = sum(not ours[c] and bool(theirs[c]) for c in shared)
+    precision = tp / (tp + fp) if tp + fp else None
+    recall = tp / (tp + fn) if tp + fn else None
+    f1 = (
+        2 * precision * recall / (precision + recall)
+        if precision is not None and recall is not None and precision + recall
+        else (1.0 if tp + fp + fn == 0 and shared else None)
+    )
+    both_called = [c for c in shared if ours[c] and theirs[c]]
+    same_tools = sum(sorted(ours[c]) == sorted(theirs[c]) for c in both_called)
+    return {
+        "cases": len(shared),
+        "trigger_f1": f1,
+        "trigger_precision": precision,
+        "trigger_recall": recall,
+        "tool_agreement": _rate(same_tools, len(both_called)),
+        "only_here": len(set(ours) - set(theirs)),
+        "only_in_baseline": len(set(theirs) - set(ours)),
+    }
+
+
+@family("tool_calling", default_repeats=5, summarize=summarize)
+def run(case: Case, ctx: RunContext) -> Outcome:
+    """Tool calls: valid, contract-honouring, deterministic, and (where known) accurate."""
+    data = case.data
+    request = ctx.request(
+        case, messages=data["messages"], tools=data["tools"], max_tokens=data.get("max_tokens", 512)
+    )
+    for key in ("tool_choice", "parallel_tool_calls"):
+        if key in data:
+            request[key] = data[key]
+    repeats = ctx.repeats_for(case.family)
+    defects: list[Finding] = []
+    quality: list[Finding] | None = None
+    signatures: list[tuple[bool, Any]] = []
+    valid = 0
+    evidence: dict[str, Any] = {}
+    first: ChatResult | None = None
+    for number in range(1, repeats + 1):
+        stream = number % 2 == 0
+        name = f"{'stream' if stream else 'non-stream'}-{number}"
+        result = ctx.send(case, request, stream=stream, name=name)
+        if not result.ok:
+            error = result.error_object or {}
+            return Outcome(
+                Status.UNSUPPORTED,
+                code="rejected",
+                message=f"unsupported: tools rejected with HTTP {result.status}: "
+                f"{error.get('message') or result.body!s:.200}",
+                metrics={"requests": number, "category": data["category"]},
+            )
+        first = first or result
+        found = validity_findings(case, result, name)
+        if found:
+            defects.extend(found)
+            evidence = evidence or _evidence(result, name)
+        else:
+            valid += 1
+        if quality is None:
+            quality = accuracy_findings(case, result, name)
+        signatures.append((stream, signature(calls_of(result.choice))))
+    defects.extend(determinism_findings(signatures))
+    called = [call.name for call in first.choice.tool_calls] if first and first.choice else []
+    metrics = {
+        "requests": repeats,
+        "category": data["category"],
+        "valid_requests": valid,
+        "pass_k": valid == repeats,
+        "identical": len({sig for _, sig in signatures}) == 1,
+        "stream_parity": None
+        if repeats < 2
+        else not any(f.code == "stream_calls_differ" for f in defects),
+        "called": called,
+        "accurate": None if quality is None else not quality,
+        "quality": sorted({f.code for f in quality or []}),
+    }
+    outcome = Outcome.from_findings(defects, metrics=metrics, evidence=evidence)
+    if outcome.status is Status.PASS and quality:
+        return Outcome(
+            Status.PASS,
+            findings=tuple(quality),
+            metrics=metrics,
+            message="valid; accuracy: " + quality[0].message,
+        )
+    return outcome

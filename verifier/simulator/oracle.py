@@ -1,0 +1,49 @@
+"""What the simulated model "knows": the natural calls for the corpus's tool-calling prompts.
+
+The simulated vendor is a test double, not a language model. For a prompt of
+the packaged tool-calling corpus it answers with the case's own expected calls
+(the first acceptable value of each argument), which is what a perfect model
+would do; for any other prompt it has no natural call. Contract cases (the
+``tool_choice`` category) reuse the prompts of other cases, so their natural
+answer is the sibling's: that is what makes an ignored ``tool_choice`` visible.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..cases import load_corpus
+
+
+def request_key(messages: Sequence[Any], tools: Sequence[Mapping[str, Any]]) -> str:
+    """Identify a prompt by its messages and the names of the tools offered."""
+    names = [tool.get("function", {}).get("name") for tool in tools if isinstance(tool, Mapping)]
+    return json.dumps([messages, names], sort_keys=True, ensure_ascii=False)
+
+
+def canonical_call(expected: Mapping[str, Any]) -> dict[str, Any]:
+    """An expected call with each argument's first acceptable value (``""`` = left out)."""
+    arguments = {k: v[0] for k, v in expected["arguments"].items() if v and v[0] != ""}
+    return {"name": expected["name"], "arguments": arguments}
+
+
+@functools.cache
+def natural_calls_table() -> dict[str, list[dict[str, Any]]]:
+    """Natural calls by :func:`request_key`, from the cases that state them."""
+    table: dict[str, list[dict[str, Any]]] = {}
+    for case in load_corpus(["tool_calling"]).cases:
+        data = case.data
+        if "expected" not in data or data.get("tool_choice") == "none":
+            continue
+        key = request_key(data["messages"], data["tools"])
+        table.setdefault(key, [canonical_call(call) for call in data["expected"]["calls"]])
+    return table
+
+
+def natural_calls(request: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The calls the simulated model would make for `request` if it were free to choose."""
+    key = request_key(request.get("messages", []), request.get("tools") or [])
+    return [dict(call) for call in natural_calls_table().get(key, [])]
