@@ -75,6 +75,13 @@ def _valid(value: Any, schema: Any) -> bool:
     return _validator(json.dumps(schema, sort_keys=True)).is_valid(value)
 
 
+def _same(a: Any, b: Any) -> bool:
+    """JSON equality: True is not 1, and 1 is 1.0."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    return bool(a == b)
+
+
 def _type_of(value: Any) -> str:
     if value is None:
         return "null"
@@ -136,20 +143,25 @@ class _Engine:
         if self.on("const", schema):
             return schema["const"]
         if self.on("enum", schema):
-            return value if value in schema["enum"] else self.closest(value, schema["enum"])
+            if any(_same(value, option) for option in schema["enum"]):
+                return value
+            return self.closest(value, schema["enum"])
         if self.on("allOf", schema):
             rest = {k: v for k, v in schema.items() if k != "allOf"}
+            # The rest first (it may add required properties the parts then constrain),
+            # then each part, then the rest again for what a part may have disturbed.
+            value = self.fit(value, rest, depth + 1) if rest else value
             for part in schema["allOf"]:
                 value = self.fit(value, part, depth + 1)
-            value = self.fit(value, rest, depth + 1) if rest else value
-            return value
+            return self.fit(value, rest, depth + 1) if rest else value
         for keyword in ("anyOf", "oneOf"):
             if self.on(keyword, schema):
                 return self.fit_union(value, schema, keyword, depth)
         if self.on("if", schema):
-            branch = "then" if self.valid(value, schema["if"]) else "else"
             rest = {k: v for k, v in schema.items() if k not in ("if", "then", "else")}
             value = self.fit(value, rest, depth + 1)
+            # Decide the branch on the value as it now stands, not as it came in.
+            branch = "then" if self.valid(value, schema["if"]) else "else"
             if branch in schema and branch not in self.ignore:
                 value = self.fit(value, schema[branch], depth + 1)
             return value
@@ -187,11 +199,22 @@ class _Engine:
             passing = [b for b in branches if self.valid(value, {**rest, **_as_dict(b)})]
             if passing and (keyword == "anyOf" or len(passing) == 1):
                 return value
-        for branch in branches:
+        for index, branch in enumerate(branches):
             candidate = self.fit(value, {**rest, **_as_dict(branch)}, depth + 1)
+            if keyword == "oneOf":
+                others = [b for i, b in enumerate(branches) if i != index]
+                candidate = self.exclusive(candidate, _as_dict(branch), others)
             if keyword == "anyOf" or sum(self.valid(candidate, b) for b in branches) == 1:
                 return candidate
         return self.fit(value, {**rest, **_as_dict(branches[0])}, depth + 1)
+
+    def exclusive(self, value: Any, branch: dict[str, Any], others: list[Any]) -> Any:
+        """For oneOf: drop object keys that only other branches require, so one branch matches."""
+        if not isinstance(value, dict) or not any(self.valid(value, o) for o in others):
+            return value
+        needed = set(branch.get("required", []))
+        foreign = {k for o in others if isinstance(o, dict) for k in o.get("required", [])}
+        return {k: v for k, v in value.items() if k in needed or k not in foreign}
 
     def escape_not(self, value: Any, rest: dict[str, Any], forbidden: Any, depth: int) -> Any:
         candidates: list[Any] = [MISSING]
@@ -249,20 +272,29 @@ class _Engine:
                 item = self.fit(item, subschema, depth + 1)
             result[key] = item
         required = list(schema.get("required", [])) if "required" not in self.ignore else []
-        if self.on("dependentRequired", schema):
-            for trigger, needed in schema["dependentRequired"].items():
-                if trigger in result:
-                    required += [n for n in needed if n not in required]
-        for key in required:
-            if key not in result:
-                result[key] = self.fit(MISSING, properties.get(key, {}), depth + 1)
+        dependents = (
+            schema.get("dependentRequired", {}) if self.on("dependentRequired", schema) else {}
+        )
+        while True:
+            for key in required:
+                if key not in result:
+                    result[key] = self.fit(MISSING, properties.get(key, {}), depth + 1)
+            # Keys added above may trigger dependencies of their own: repeat until none is missing.
+            missing = [
+                n for t, ns in dependents.items() if t in result for n in ns if n not in result
+            ]
+            if not missing:
+                break
+            required += missing
         if self.on("dependentSchemas", schema):
             for trigger, subschema in schema["dependentSchemas"].items():
                 if trigger in result:
                     result = self.fit(result, subschema, depth + 1)
         if self.on("maxProperties", schema):
-            keep = set(required)
-            for key in list(result):
+            # Drop the last optional keys first; declared requirements are kept even when
+            # `required` itself is not enforced.
+            keep = set(required) | set(schema.get("required", []))
+            for key in reversed(list(result)):
                 if len(result) <= schema["maxProperties"]:
                     break
                 if key not in keep:
