@@ -140,6 +140,7 @@ def weights(encoding: tiktoken.Encoding, n_vocab: int) -> tuple[np.ndarray, np.n
         (",", 5.0),
         ("1", 4.0),
         ("0", 3.5),
+        ("null", 3.0),
         ("{", 2.0),
         ("[", 2.0),
         (":", 2.0),
