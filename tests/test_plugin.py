@@ -16,12 +16,17 @@ import pytest
 
 from tests.conftest import VerifierRun, verifier_command
 from verifier import resources
+from verifier.cases import load_corpus
 
 pytestmark = pytest.mark.slow
 
 Run = Callable[..., VerifierRun]
 Start = Callable[..., str]
-N_CASES = 15
+N_CASES = len(load_corpus(["structured_output"]).cases)
+CONSTRAINED = sum(
+    c.data.get("kind", "constrained") == "constrained"
+    for c in load_corpus(["structured_output"]).cases
+)
 
 
 @pytest.fixture
@@ -67,12 +72,12 @@ def test_clean_vendor_passes(simulator: Start, run_verifier: Run) -> None:
 def test_structured_output_defects_fail_with_their_code(
     simulator: Start, run_verifier: Run, defect: str, code: str
 ) -> None:
-    run = run_verifier(simulator("--defect", defect))
+    run = run_verifier(simulator("--defect", defect), "-k", "not malformed and not truncation")
     assert run.returncode == 1
     assert_valid_scorecard(run)
     family = run.family()
     assert family["verdict"] == "fail"
-    assert family["codes"] == {code: N_CASES}
+    assert family["codes"] == {code: CONSTRAINED}
     assert family["worst"][0]["code"] == code
     assert f"{code}: " in run.stdout
 
@@ -287,7 +292,7 @@ def test_bad_endpoint_url_is_one_line(run_verifier: Run) -> None:
 def test_without_endpoint_a_project_s_own_tests_run_as_usual(
     pytester: pytest.Pytester, simulator: Start
 ) -> None:
-    pytester.makepyfile("def test_own():\n    assert True\n")
+    pytester.makepyfile("def test_local_only():\n    assert True\n")
     plain = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     plain.assert_outcomes(passed=1)
     verified = pytester.runpytest_subprocess(
@@ -298,13 +303,13 @@ def test_without_endpoint_a_project_s_own_tests_run_as_usual(
         "--out",
         str(pytester.path / "o"),
         "-k",
-        "enum or own",
+        "enum-colour or local_only",
         "--families",
         "structured_output",
     )
     verified.assert_outcomes(passed=1)
     verified.stdout.fnmatch_lines(["*structured_output*", "*1 passed*"])
-    assert "test_own" not in verified.stdout.str()
+    assert "test_local_only" not in verified.stdout.str()
     resumed = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--resume")
     assert resumed.ret == 4
     resumed.stderr.fnmatch_lines(["ERROR: --resume needs --endpoint*"])

@@ -253,3 +253,8 @@ def test_baseline_trigger_f1() -> None:
     assert (
         agreement["tool_agreement"]["successes"] == 1 and agreement["tool_agreement"]["trials"] == 2
     )
+
+
+def test_a_call_cut_by_max_tokens_is_not_judged() -> None:
+    cut = answer(("c1", "get_weather", '{"city": "Os'), finish="length")
+    assert codes(validity_findings(case(), cut, "a")) == ["max_tokens_reached"]

@@ -50,6 +50,10 @@ class Corpus:
         joined = "\n".join(f"{k}={v}" for k, v in sorted(self.digests.items()))
         return hashlib.sha256(joined.encode()).hexdigest()
 
+    def extended(self, cases: Iterable[Case], label: str, digest: str) -> Corpus:
+        """A corpus with these cases and more, the extra identified in the digests as `label`."""
+        return Corpus(cases=self.cases + tuple(cases), digests={**self.digests, label: digest})
+
     def by_family(self, family: str) -> list[Case]:
         """The cases of one family, in corpus order."""
         return [c for c in self.cases if c.family == family]

@@ -147,6 +147,8 @@ class RunConfig:
     out_dir: Path
     resume: bool
     baseline: Path | None = None
+    generated: int = 0
+    generated_seed: int | None = None
 
     @property
     def endpoint_display(self) -> str:
@@ -159,13 +161,21 @@ class RunConfig:
 
     def settings(self) -> dict[str, object]:
         """The settings that define a run, as recorded in the journal and the scorecard."""
-        return {
+        settings: dict[str, object] = {
             "endpoint": self.endpoint_display,
             "model": self.model,
             "families": list(self.families),
             "repeats": self.repeats,
             "seed": self.seed,
         }
+        if self.generated:
+            settings["generated"] = {"cases": self.generated, "seed": self.generation_seed}
+        return settings
+
+    @property
+    def generation_seed(self) -> int:
+        """The seed of --generated cases (--generated-seed, else --seed)."""
+        return self.seed if self.generated_seed is None else self.generated_seed
 
 
 def load_baseline(path: Path) -> dict[str, Any]:

@@ -96,6 +96,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="folder for the journal, transcript and scorecard (default: verifier-out)",
     )
     group.addoption(
+        "--generated",
+        metavar="N",
+        type=_option_type("--generated", non_negative_int),
+        default=0,
+        help="add N structured-output cases drawn from a JSON-Schema strategy (default: 0)",
+    )
+    group.addoption(
+        "--generated-seed",
+        metavar="S",
+        type=_option_type("--generated-seed", non_negative_int),
+        help="seed for --generated (default: --seed); recorded in the scorecard",
+    )
+    group.addoption(
         "--baseline",
         metavar="SCORECARD",
         help="scorecard.json of a reference endpoint: families that compare with it report "
@@ -144,6 +157,8 @@ def pytest_configure(config: pytest.Config) -> None:
             out_dir=Path(config.getoption("out")),
             resume=config.getoption("resume"),
             baseline=_path_or_none(config.getoption("baseline")),
+            generated=config.getoption("generated"),
+            generated_seed=config.getoption("generated_seed"),
         )
         from .session import start_session
 

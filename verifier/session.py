@@ -62,6 +62,11 @@ class VerifierSession:
         self.run = run
         self.is_worker = hasattr(config, "workerinput")
         self.corpus: Corpus = load_corpus(run.families)
+        if run.generated and "structured_output" in run.families:
+            from .checks.schema_strategy import generated_cases
+
+            extra, digest = generated_cases(run.generated, run.generation_seed)
+            self.corpus = self.corpus.extended(extra, "structured_output/generated", digest)
         for case in self.corpus.cases:
             check = FAMILIES[case.family].check_case
             if check is not None:

@@ -1,19 +1,31 @@
-"""Structured output: ``response_format`` json_schema answers must be exactly one valid document.
+"""Structured output: what a grammar engine really enforces, keyword by keyword.
 
-Codes:
-    ``empty_output``        no content
-    ``not_json``            content is not JSON
-    ``fenced_json``         JSON wrapped in a markdown fence
-    ``extra_text``          JSON with text before or after it
-    ``truncated_json``      JSON that stops before it is closed
-    ``schema_mismatch``     parsed, but invalid against the schema (the keyword is named)
-    ``malformed_response``  the answer itself is not a readable chat completion
-    ``rejected`` (unsupported) the endpoint declined the response_format with a 4xx
+Each case isolates one JSON-Schema keyword (its ``keyword`` tag) and spells out
+a natural answer that breaks it, so an engine that accepts the schema but
+ignores the keyword is likely to send a violating answer. Per keyword the
+scorecard shows three outcomes: declared coverage (accepted, or honestly
+rejected with a 4xx), empirical coverage (the output is valid), and silent
+acceptance (accepted, and the output violates the schema): the worst.
+
+Codes of a constrained case (json_schema strict or not, json_object):
+    ``empty_output``, ``not_json``, ``fenced_json``, ``extra_text``,
+    ``truncated_json``, ``schema_mismatch`` (names the violated keyword),
+    ``not_an_object`` (json_object), ``malformed_response``; a 4xx is ``rejected``
+    (unsupported, never a pass).
+Malformed response_format (must be a 4xx with an error object):
+    ``malformed_format_accepted`` (200), ``malformed_format_5xx``,
+    ``rejected_without_error_object``.
+Truncation (an answer cut by max_tokens): ``truncated_without_length``.
+
+A constrained answer cut by max_tokens with ``finish_reason: length`` says
+nothing about enforcement: the case is an ``error`` (``max_tokens_reached``,
+raise ``max_tokens``), never a failure, unless something else is wrong with it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from jsonschema import Draft202012Validator
@@ -22,6 +34,7 @@ from jsonschema import exceptions as jsonschema_exceptions
 from ..endpoint.response import ChatResult
 from ..errors import CaseDataError
 from ..outcome import Finding, Outcome, Status
+from ..scorecard.stats import wilson_interval
 from .common import excerpt, parse_json_output, schema_findings, unreadable_findings
 from .registry import family
 
@@ -30,13 +43,32 @@ if TYPE_CHECKING:
     from ..runner import RunContext
 
 
+def kind_of(case: Case) -> str:
+    """constrained, malformed or truncation."""
+    return str(case.data.get("kind", "constrained"))
+
+
+def mode_of(case: Case) -> str:
+    """strict, non_strict or json_object (how the format was asked for)."""
+    response_format = case.data["response_format"]
+    if response_format.get("type") == "json_object":
+        return "json_object"
+    strict = (response_format.get("json_schema") or {}).get("strict") is True
+    return "strict" if strict else "non_strict"
+
+
 def case_schema(case: Case) -> Any:
-    """The JSON Schema the case's output must satisfy."""
-    return case.data["response_format"]["json_schema"]["schema"]
+    """The JSON Schema the case's output must satisfy (any object, for json_object)."""
+    response_format = case.data["response_format"]
+    if response_format.get("type") == "json_object":
+        return {"type": "object"}
+    return response_format["json_schema"]["schema"]
 
 
 def check_case(case: Case) -> None:
-    """The case's schema must be valid JSON Schema: a broken case is not the endpoint's fault."""
+    """A case's schema must be valid JSON Schema: a broken case is not the endpoint's fault."""
+    if kind_of(case) == "malformed":
+        return
     try:
         Draft202012Validator.check_schema(case_schema(case))
     except jsonschema_exceptions.SchemaError as exc:
@@ -46,8 +78,8 @@ def check_case(case: Case) -> None:
         ) from None
 
 
-def grade(case: Case, result: ChatResult, attempt: str) -> Iterator[Finding]:
-    """Findings for one answer to a json_schema case (pure)."""
+def output_findings(case: Case, result: ChatResult, attempt: str) -> Iterator[Finding]:
+    """Findings for one accepted answer to a constrained or truncation case (pure)."""
     broken = unreadable_findings(result, attempt)
     if broken:
         yield from broken
@@ -57,33 +89,201 @@ def grade(case: Case, result: ChatResult, attempt: str) -> Iterator[Finding]:
         yield Finding("malformed_response", "the answer has no choice", attempt=attempt)
         return
     parsed = parse_json_output(choice.content)
+    if kind_of(case) == "truncation" and parsed.code in ("truncated_json", "empty_output"):
+        if choice.finish_reason != "length":
+            yield Finding(
+                "truncated_without_length",
+                f"the JSON stops early but finish_reason is {choice.finish_reason!r}, not 'length'",
+                "$.choices[0].finish_reason",
+                expected="length",
+                actual=choice.finish_reason,
+                attempt=attempt,
+            )
+        return
     if parsed.code is not None:
-        code = parsed.code
-        message = parsed.detail
-        if code == "truncated_json" and choice.finish_reason == "length":
-            message += " (finish_reason is length: max_tokens was too small for the answer)"
-        yield Finding(code, message, attempt=attempt)
-    if parsed.found:
-        yield from schema_findings(
-            case_schema(case), parsed.value, code="schema_mismatch", attempt=attempt
-        )
+        yield Finding(parsed.code, parsed.detail, attempt=attempt)
+    if not parsed.found:
+        return
+    if mode_of(case) == "json_object":
+        if not isinstance(parsed.value, dict):
+            yield Finding(
+                "not_an_object",
+                f"json_object asks for an object, the output is a {type(parsed.value).__name__}",
+                attempt=attempt,
+            )
+        return
+    yield from schema_findings(
+        case_schema(case), parsed.value, code="schema_mismatch", attempt=attempt
+    )
 
 
-@family("structured_output", check_case=check_case)
-def run(case: Case, ctx: RunContext) -> Outcome:
-    """JSON Schema-constrained output: parsed strictly and validated with jsonschema."""
+def cut_by_max_tokens(case: Case, result: ChatResult) -> bool:
+    """A constrained answer that stopped at max_tokens before its JSON document closed."""
+    choice = result.choice
+    if kind_of(case) != "constrained" or choice is None or choice.finish_reason != "length":
+        return False
+    return parse_json_output(choice.content).code in ("truncated_json", "empty_output")
+
+
+def malformed_findings(result: ChatResult, attempt: str) -> list[Finding]:
+    """A malformed response_format must be rejected with a 4xx and an error object (pure)."""
+    if result.ok:
+        return [
+            Finding(
+                "malformed_format_accepted",
+                f"an invalid response_format was accepted with HTTP {result.status}",
+                expected="4xx",
+                actual=result.status,
+                attempt=attempt,
+            )
+        ]
+    if result.status >= 500:
+        return [
+            Finding(
+                "malformed_format_5xx",
+                f"an invalid response_format gave HTTP {result.status}, a server error, not a 4xx",
+                expected="4xx",
+                actual=result.status,
+                attempt=attempt,
+            )
+        ]
+    if result.error_object is None:
+        return [
+            Finding(
+                "rejected_without_error_object",
+                f"rejected with HTTP {result.status} but no OpenAI-shaped error object",
+                actual=excerpt(str(result.body), 200),
+                attempt=attempt,
+            )
+        ]
+    return []
+
+
+def _request(case: Case, ctx: RunContext) -> dict[str, Any]:
     data = case.data
-    stream = bool(data.get("stream", False))
-    request = ctx.request(
+    return ctx.request(
         case,
         messages=data["messages"],
         response_format=data["response_format"],
         max_tokens=data.get("max_tokens", 512),
     )
+
+
+def _violated(findings: Iterable[Finding]) -> list[str]:
+    return sorted(
+        {next(iter(f.expected)) for f in findings if f.code == "schema_mismatch" and f.expected}
+    )
+
+
+def _run_malformed(case: Case, ctx: RunContext) -> Outcome:
+    result = ctx.send(
+        case, _request(case, ctx), stream=False, name="malformed", keep_persistent_5xx=True
+    )
+    metrics = {
+        "requests": 1,
+        "keyword": case.data["keyword"],
+        "kind": "malformed",
+        "status": result.status,
+    }
+    evidence = {"status": result.status, "body": excerpt(str(result.body), 300)}
+    return Outcome.from_findings(
+        malformed_findings(result, "malformed"), metrics=metrics, evidence=evidence
+    )
+
+
+def _rate(successes: int, trials: int) -> dict[str, Any]:
+    interval = wilson_interval(successes, trials)
+    return {
+        "rate": successes / trials if trials else None,
+        "interval": list(interval) if interval else None,
+    }
+
+
+def _row() -> dict[str, Any]:
+    return {"cases": 0, "accepted": 0, "rejected": 0, "valid": 0, "silent": 0}
+
+
+def summarize(
+    records: Iterable[Mapping[str, Any]], baseline: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The per-keyword matrix, the modes, malformed and truncation handling (pure)."""
+    keywords: dict[str, dict[str, Any]] = {}
+    modes: dict[str, dict[str, Any]] = {}
+    violated: Counter[str] = Counter()
+    malformed = {
+        "cases": 0,
+        "rejected_4xx": 0,
+        "accepted": 0,
+        "server_error": 0,
+        "no_error_object": 0,
+    }
+    truncation = {"cases": 0, "passed": 0, "without_length": 0}
+    for record in records:
+        outcome = record["outcome"]
+        metrics = outcome.get("metrics", {})
+        if outcome["status"] == "error":
+            continue
+        kind = metrics.get("kind", "constrained")
+        codes = {f["code"] for f in outcome.get("findings", [])}
+        if kind == "malformed":
+            malformed["cases"] += 1
+            malformed["rejected_4xx"] += outcome["status"] == "pass"
+            malformed["accepted"] += "malformed_format_accepted" in codes
+            malformed["server_error"] += "malformed_format_5xx" in codes
+            malformed["no_error_object"] += "rejected_without_error_object" in codes
+            continue
+        if kind == "truncation":
+            truncation["cases"] += 1
+            truncation["passed"] += outcome["status"] == "pass"
+            truncation["without_length"] += "truncated_without_length" in codes
+            continue
+        for table, key in (
+            (keywords, metrics.get("keyword", "?")),
+            (modes, metrics.get("mode", "?")),
+        ):
+            row = table.setdefault(key, _row())
+            row["cases"] += 1
+            if not metrics.get("accepted", True):
+                row["rejected"] += 1
+                continue
+            row["accepted"] += 1
+            if outcome["status"] == "pass":
+                row["valid"] += 1
+            else:
+                row["silent"] += 1
+        violated.update(metrics.get("violated", []))
+    for table in (keywords, modes):
+        for row in table.values():
+            row["declared_coverage"] = _rate(row["accepted"], row["cases"])
+            row["empirical_coverage"] = _rate(row["valid"], row["accepted"])
+            row["silent_acceptance"] = _rate(row["silent"], row["accepted"])
+    silent = sorted(
+        ((k, r["silent"]) for k, r in keywords.items() if r["silent"]),
+        key=lambda kv: (-kv[1], kv[0]),
+    )
+    return {
+        "keywords": dict(sorted(keywords.items())),
+        "silent_acceptance": [{"keyword": k, "cases": n} for k, n in silent],
+        "violated_keywords": dict(sorted(violated.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "modes": dict(sorted(modes.items())),
+        "malformed": malformed,
+        "truncation": truncation,
+    }
+
+
+@family("structured_output", check_case=check_case, summarize=summarize)
+def run(case: Case, ctx: RunContext) -> Outcome:
+    """JSON Schema-constrained output: parsed strictly and validated with jsonschema."""
+    if kind_of(case) == "malformed":
+        return _run_malformed(case, ctx)
+    data = case.data
+    stream = bool(data.get("stream", False))
+    request = _request(case, ctx)
     repeats = ctx.repeats_for(case.family)
     findings: list[Finding] = []
-    valid = 0
+    valid = cut = 0
     evidence: dict[str, Any] = {}
+    base = {"keyword": data["keyword"], "kind": kind_of(case), "mode": mode_of(case)}
     for number in range(1, repeats + 1):
         name = f"{'stream' if stream else 'non-stream'}-{number}"
         result = ctx.send(case, request, stream=stream, name=name)
@@ -95,9 +295,12 @@ def run(case: Case, ctx: RunContext) -> Outcome:
                 code="rejected",
                 message=f"unsupported: response_format rejected with HTTP {result.status}: "
                 f"{reason or result.body!s:.200}",
-                metrics={"requests": number},
+                metrics={**base, "requests": number, "accepted": False},
             )
-        found = list(grade(case, result, name))
+        if cut_by_max_tokens(case, result):
+            cut += 1
+            continue
+        found = list(output_findings(case, result, name))
         if found:
             findings.extend(found)
             if not evidence:
@@ -109,8 +312,20 @@ def run(case: Case, ctx: RunContext) -> Outcome:
                 }
         else:
             valid += 1
-    return Outcome.from_findings(
-        findings,
-        metrics={"requests": repeats, "valid": valid, "keyword": data.get("keyword")},
-        evidence=evidence,
-    )
+    metrics = {
+        **base,
+        "requests": repeats,
+        "accepted": True,
+        "valid": valid,
+        "violated": _violated(findings),
+    }
+    if cut and not findings:
+        return Outcome(
+            Status.ERROR,
+            code="max_tokens_reached",
+            message=f"{cut} of {repeats} answers stopped at max_tokens (finish_reason length) "
+            "before the JSON closed: enforcement cannot be judged; give the case a larger "
+            "max_tokens",
+            metrics=metrics,
+        )
+    return Outcome.from_findings(findings, metrics=metrics, evidence=evidence)

@@ -42,6 +42,8 @@ if TYPE_CHECKING:
     from ..cases import Case
     from ..runner import RunContext
 
+# Not a defect: the answer ran out of max_tokens; alone, it makes the case an error.
+CUT = "max_tokens_reached"
 QUALITY_CODES = frozenset({"missing_call", "unexpected_call", "wrong_tool", "value_mismatch"})
 STREAM_CODES = frozenset(
     {
@@ -142,6 +144,17 @@ def validity_findings(case: Case, result: ChatResult, attempt: str) -> list[Find
             )
             continue
         arguments = parse_arguments(call.arguments)
+        if arguments is None and choice.finish_reason == "length":
+            findings.append(
+                Finding(
+                    CUT,
+                    f"arguments of {call.name!r} stop at max_tokens (finish_reason length): "
+                    "validity cannot be judged; give the case a larger max_tokens",
+                    f"{where}.function.arguments",
+                    attempt=attempt,
+                )
+            )
+            continue
         if arguments is None:
             findings.append(
                 Finding(
@@ -164,9 +177,9 @@ def validity_findings(case: Case, result: ChatResult, attempt: str) -> list[Find
             )
         )
     has_calls = bool(choice.tool_calls)
-    if has_calls != (choice.finish_reason == "tool_calls") and not (
-        result.stream and choice.finish_reason is None
-    ):
+    # A call cut by max_tokens ends with "length"; a stream's missing reason has its own code.
+    exempt = {"length"} | ({None} if result.stream else set())
+    if has_calls != (choice.finish_reason == "tool_calls") and choice.finish_reason not in exempt:
         findings.append(
             Finding(
                 "finish_reason_mismatch",
@@ -435,6 +448,9 @@ def run(case: Case, ctx: RunContext) -> Outcome:
         "accurate": None if quality is None else not quality,
         "quality": sorted({f.code for f in quality or []}),
     }
+    if defects and all(f.code == CUT for f in defects):
+        return Outcome(Status.ERROR, code=CUT, message=defects[0].message, metrics=metrics)
+    defects = [f for f in defects if f.code != CUT]
     outcome = Outcome.from_findings(defects, metrics=metrics, evidence=evidence)
     if outcome.status is Status.PASS and quality:
         return Outcome(

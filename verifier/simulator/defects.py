@@ -44,6 +44,27 @@ CATALOGUE: dict[str, DefectSpec] = {
             "wraps structured output in a ```json markdown fence",
         ),
         DefectSpec(
+            "ignore-keyword",
+            "structured_output",
+            "accepts json_schema but does not enforce the named JSON-Schema keyword(s)",
+            param="KEYWORD[,KEYWORD]",
+        ),
+        DefectSpec(
+            "strict-accepted-not-enforced",
+            "structured_output",
+            "accepts strict json_schema and answers unconstrained (non-strict is enforced)",
+        ),
+        DefectSpec(
+            "bad-response-format-500",
+            "structured_output",
+            "answers a malformed response_format with HTTP 500 instead of 400",
+        ),
+        DefectSpec(
+            "truncated-json-finish-stop",
+            "structured_output",
+            "cuts structured output at max_tokens but says finish_reason stop",
+        ),
+        DefectSpec(
             "tool-args-not-json",
             "tool_calling",
             "cuts the last character off tool-call arguments, so they are not JSON",
@@ -155,8 +176,8 @@ def parse_defects(values: Iterable[str]) -> Defects:
             raise ValueError(f"unknown defect {name!r}{hint} (`verifier defects` lists them)")
         if sep and spec.param is None:
             raise ValueError(f"defect {name!r} takes no parameter, given {param!r}")
-        if sep and not param:
-            raise ValueError(f"defect {name!r} needs a {spec.param} after the colon")
+        if (sep and not param) or (not sep and spec.param and spec.default is None):
+            raise ValueError(f"defect {name!r} needs a {spec.param}: {name}:{spec.param}")
         if name in active:
             raise ValueError(f"defect {name!r} is given twice")
         active[name] = param if sep else spec.default

@@ -119,8 +119,15 @@ def _structured_text(request: dict[str, Any], defects: Defects) -> str | None:
     kind = response_format.get("type")
     natural = natural_json(request)
     if kind == "json_schema":
-        schema = (response_format.get("json_schema") or {}).get("schema", {})
-        value = conform(natural, schema)
+        spec = response_format.get("json_schema") or {}
+        schema = spec.get("schema", {})
+        if spec.get("strict") is True and "strict-accepted-not-enforced" in defects:
+            value = natural if natural is not MISSING else {}
+        else:
+            ignored = defects.param("ignore-keyword")
+            value = conform(
+                natural, schema, ignore=frozenset(ignored.split(",") if ignored else ())
+            )
     elif kind == "json_object":
         value = natural if isinstance(natural, dict) else {"answer": _plain_reply(request)}
     else:
@@ -261,5 +268,7 @@ def respond(request: dict[str, Any], defects: Defects, number: int = 0) -> Reply
     tokens = tokenize(text)
     limit = max_tokens_of(request)
     if limit is not None and len(tokens) > limit:
-        return Reply(tokens[:limit], "length")
+        structured = isinstance(request.get("response_format"), dict)
+        wrong = structured and "truncated-json-finish-stop" in defects
+        return Reply(tokens[:limit], "stop" if wrong else "length")
     return Reply(tokens, "stop")

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
 
 from .defects import Defects
 from .model import MODEL_ID, Reply, count_prompt_tokens, respond
@@ -158,6 +162,14 @@ class Handler(BaseHTTPRequestHandler):
         problem = _invalid(request)
         if problem is not None:
             status, message, code = problem
+            if (
+                code == "invalid_response_format"
+                and "bad-response-format-500" in self.server.defects
+            ):
+                self._send_json(
+                    500, error_body("internal error compiling the grammar", "server_error")
+                )
+                return
             self._send_json(status, error_body(message, code=code))
             return
         number = self.server.next_request_number()
@@ -239,6 +251,62 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
+_FORMAT_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def _unresolved_refs(schema: Any, root: Any) -> list[str]:
+    """Local $refs in `schema` that point nowhere."""
+    missing = []
+    if isinstance(schema, dict):
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#"):
+            node = root
+            for part in ref[1:].split("/")[1:]:
+                part = part.replace("~1", "/").replace("~0", "~")
+                if isinstance(node, dict) and part in node:
+                    node = node[part]
+                else:
+                    missing.append(ref)
+                    break
+        for key, value in schema.items():
+            if key not in ("const", "enum"):
+                missing += _unresolved_refs(value, root)
+    elif isinstance(schema, list):
+        for item in schema:
+            missing += _unresolved_refs(item, root)
+    return missing
+
+
+def response_format_problem(response_format: Any) -> str | None:
+    """Why a response_format must be rejected with a 400, or None when it is usable."""
+    if response_format is None:
+        return None
+    if not isinstance(response_format, dict):
+        return "response_format must be an object"
+    kind = response_format.get("type")
+    if kind in ("text", "json_object"):
+        return None
+    if kind != "json_schema":
+        return f"response_format.type {kind!r} is not one of text, json_object, json_schema"
+    spec = response_format.get("json_schema")
+    if not isinstance(spec, dict):
+        return "response_format.json_schema must be an object"
+    name = spec.get("name")
+    if not isinstance(name, str) or not _FORMAT_NAME.fullmatch(name):
+        return "response_format.json_schema.name must be 1-64 letters, digits, '_' or '-'"
+    schema = spec.get("schema", {})
+    if not isinstance(schema, dict | bool):
+        return "response_format.json_schema.schema must be a JSON Schema object"
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        return f"response_format.json_schema.schema is not a valid JSON Schema: {exc.message}"
+    missing = _unresolved_refs(schema, schema)
+    if missing:
+        return f"response_format.json_schema.schema has unresolvable $ref {missing[0]!r}"
+    return None
+
+
 def _invalid(request: Any) -> tuple[int, str, str | None] | None:
     """Why a request body must be rejected (status, message, code), or None."""
     if not isinstance(request, dict):
@@ -257,6 +325,9 @@ def _invalid(request: Any) -> tuple[int, str, str | None] | None:
             "tool",
         ):
             return 400, "each message needs a valid role", None
+    problem = response_format_problem(request.get("response_format"))
+    if problem is not None:
+        return 400, problem, "invalid_response_format"
     return None
 
 
