@@ -21,6 +21,13 @@ from verifier.simulator.server import SimulatorServer
 REPO = Path(__file__).resolve().parent.parent
 
 
+def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment for the processes tests start: bytecode caching on, so that each
+    process does not recompile (and assertion-rewrite) every plugin module again."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    return {**env, **(extra or {})}
+
+
 class SimulatorProcess:
     """`verifier simulate` as a real process; its base URL is the first line it prints."""
 
@@ -30,7 +37,7 @@ class SimulatorProcess:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            env={**os.environ, **(env or {})},
+            env=child_env(env),
         )
         assert self.process.stdout is not None
         line = self.process.stdout.readline().strip()
@@ -152,7 +159,7 @@ def verify(
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={**os.environ, **(env or {})},
+        env=child_env(env),
     )
     return VerifierRun(completed.returncode, completed.stdout, completed.stderr, out)
 

@@ -191,7 +191,7 @@ def test_truncation_cases_cannot_fit_their_budget(case: Case) -> None:
 
 
 def test_malformed_cases_are_really_malformed() -> None:
-    from verifier.simulator.server import response_format_problem
+    from verifier.simulator.validation import response_format_problem
 
     for case in CASES:
         if case.data.get("kind") == "malformed":

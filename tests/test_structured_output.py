@@ -15,7 +15,7 @@ from verifier.checks.schema_strategy import generated_cases, keyword_schemas
 from verifier.checks.structured_output import malformed_findings, output_findings, summarize
 from verifier.endpoint.response import ChatResult, Choice
 from verifier.simulator.conform import MISSING, conform
-from verifier.simulator.server import response_format_problem
+from verifier.simulator.validation import response_format_problem
 
 SCHEMA = {
     "type": "object",

@@ -163,6 +163,9 @@ def pytest_configure(config: pytest.Config) -> None:
         from .session import start_session
 
         start_session(config, run_config)
+        # A verification session runs no hypothesis test, and hypothesis's plugin imports
+        # hypothesis at the end of every session (seconds per process).
+        config.pluginmanager.set_blocked("hypothesispytest")
     except VerifierError as exc:
         raise pytest.UsageError(str(exc)) from None
 

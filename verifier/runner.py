@@ -7,6 +7,7 @@ from typing import Any
 
 from .cases import Case
 from .checks import FAMILIES
+from .checks.wire import shape_findings
 from .endpoint.client import EndpointClient
 from .endpoint.probe import Capabilities
 from .endpoint.response import ChatResult
@@ -23,12 +24,15 @@ class RunContext:
         capabilities: what the probe found (model, server).
         repeats: ``--repeats``, or None for the family's default.
         seed: the seed sent with every sampling request.
+        observed: every answer the current case got (for the shape checks that run on
+            all families); :func:`run_case` gives each case a fresh list.
     """
 
     client: EndpointClient
     capabilities: Capabilities
     repeats: int | None
     seed: int
+    observed: list[ChatResult] = dataclasses.field(default_factory=list)
 
     @property
     def model(self) -> str:
@@ -49,17 +53,47 @@ class RunContext:
         self, case: Case, request: dict[str, Any], *, stream: bool, name: str, **options: Any
     ) -> ChatResult:
         """Send `request` for `case`, labelled ``family/id#name`` in the transcript."""
-        return self.client.chat(request, stream=stream, label=f"{case.key}#{name}", **options)
+        result = self.client.chat(request, stream=stream, label=f"{case.key}#{name}", **options)
+        self.observe(result)
+        return result
+
+    def observe(self, result: ChatResult) -> None:
+        """Record an answer the case got by another way than :meth:`send`."""
+        self.observed.append(result)
 
 
-def run_case(case: Case, ctx: RunContext) -> Outcome:
-    """Run and grade `case`; a transport fault that outlived the retries is an ERROR outcome."""
+def run_case(case: Case, base: RunContext) -> Outcome:
+    """Run and grade `case`; a transport fault that outlived the retries is an ERROR outcome.
+
+    Every answer the case got is also checked against the OpenAI answer schemas; what is
+    found goes into the outcome's ``shapes`` metric (this family's verdict is not touched:
+    the wire family owns shapes).
+    """
+    ctx = dataclasses.replace(base, observed=[])
     try:
-        return FAMILIES[case.family].run(case, ctx)
+        outcome = FAMILIES[case.family].run(case, ctx)
     except EndpointError as exc:
-        return Outcome(
+        outcome = Outcome(
             Status.ERROR,
             code=exc.code,
             message=exc.message,
             metrics={"attempts": exc.attempts},
         )
+    shapes = shape_summary(ctx.observed)
+    return dataclasses.replace(outcome, metrics={**outcome.metrics, "shapes": shapes})
+
+
+def shape_summary(results: list[ChatResult]) -> dict[str, Any]:
+    """How many answers broke the OpenAI schemas, by code, with the first message."""
+    codes: dict[str, int] = {}
+    first = None
+    for result in results:
+        for finding in shape_findings(result):
+            codes[finding.code] = codes.get(finding.code, 0) + 1
+            first = first or finding.message
+    return {
+        "answers": len(results),
+        "violations": sum(codes.values()),
+        "codes": codes,
+        "first": first,
+    }

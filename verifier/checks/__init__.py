@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import structured_output, tool_calling
+from . import structured_output, tool_calling, wire
 from .registry import FAMILIES, Family
 
-__all__ = ["FAMILIES", "Family", "structured_output", "tool_calling"]
+__all__ = ["FAMILIES", "Family", "structured_output", "tool_calling", "wire"]

@@ -177,6 +177,21 @@ class EndpointClient:
             url=f"{self.display_url}/chat/completions",
         )
 
+    def post_raw(self, content: bytes, *, content_type: str, label: str = "") -> ChatResult:
+        """POST bytes as they are to ``/chat/completions`` (for malformed-request checks).
+
+        A 5xx that outlives the retries is returned, not raised: for a request that
+        must be rejected, the server error is the finding.
+        """
+        return self._with_retries(
+            lambda: self._send_raw(content, content_type),
+            body={"raw": content.decode("utf-8", "replace"), "content_type": content_type},
+            stream=False,
+            label=label,
+            keep_persistent_5xx=True,
+            url=f"{self.display_url}/chat/completions",
+        )
+
     def get(self, path: str, *, label: str = "") -> ChatResult:
         """GET a path relative to the base URL (``/models``), parsed like a non-stream answer."""
         return self._with_retries(
@@ -206,6 +221,22 @@ class EndpointClient:
                     result = accumulate(response.iter_bytes(), result)
             else:
                 result = parse_completion(response.status_code, response.read(), headers)
+        finally:
+            response.close()
+        result.latency = time.perf_counter() - started
+        return result
+
+    def _send_raw(self, content: bytes, content_type: str) -> ChatResult:
+        started = time.perf_counter()
+        response = self._sdk.post(
+            "/chat/completions",
+            content=content,
+            options={"headers": {"Content-Type": content_type}},
+            cast_to=httpx2.Response,
+        )
+        try:
+            headers = self.redactor.headers(response.headers.multi_items())
+            result = parse_completion(response.status_code, response.read(), headers)
         finally:
             response.close()
         result.latency = time.perf_counter() - started

@@ -56,6 +56,7 @@ class Choice:
     reasoning: str | None = None
     tool_calls: list[ToolCall] = dataclasses.field(default_factory=list)
     finish_reason: str | None = None
+    logprobs: list[Any] | None = None
 
 
 @dataclasses.dataclass(slots=True)
@@ -75,6 +76,8 @@ class ChatResult:
         problems: shape and protocol violations, in the order seen.
         latency: seconds from sending to the end of the answer.
         attempts: how many attempts this answer took (1 = no retry).
+        empty_deltas: stream chunks whose delta carried nothing (no role, content,
+            reasoning or tool call) and no finish_reason.
     """
 
     stream: bool
@@ -92,6 +95,7 @@ class ChatResult:
     system_fingerprint: str | None = None
     latency: float = 0.0
     attempts: int = 1
+    empty_deltas: int = 0
 
     @property
     def ok(self) -> bool:
@@ -132,6 +136,13 @@ def reasoning_of(message: dict[str, Any]) -> str | None:
         value = message.get(key)
         if isinstance(value, str):
             return value
+    return None
+
+
+def logprob_entries(logprobs: Any) -> list[Any] | None:
+    """The per-token entries of a choice's ``logprobs.content``, or None when there are none."""
+    if isinstance(logprobs, dict) and isinstance(logprobs.get("content"), list):
+        return list(logprobs["content"])
     return None
 
 
@@ -226,6 +237,7 @@ def parse_completion(status: int, body_bytes: bytes, headers: dict[str, str]) ->
                     message.get("tool_calls"), result.problems, f"{where}.message.tool_calls"
                 ),
                 finish_reason=raw.get("finish_reason"),
+                logprobs=logprob_entries(raw.get("logprobs")),
             )
         )
     return result

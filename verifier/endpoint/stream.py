@@ -18,7 +18,7 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from .response import ChatResult, Choice, Problem, ToolCall, reasoning_of
+from .response import ChatResult, Choice, Problem, ToolCall, logprob_entries, reasoning_of
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -132,7 +132,6 @@ class StreamAccumulator:
         self.result = result
         self._choices: dict[int, _ChoiceState] = {}
         self._ids: list[str] = []
-        self.empty_deltas = 0
 
     def add_event(self, event: SSEEvent) -> None:
         """Take one SSE event of the stream."""
@@ -201,6 +200,9 @@ class StreamAccumulator:
                 self._problem("delta_missing", "a chunk choice has no delta object", number)
         if isinstance(raw.get("usage"), dict) and self.result.usage is None:
             self.result.usage, self.result.usage_source = raw["usage"], "choice"
+        entries = logprob_entries(raw.get("logprobs"))
+        if entries is not None:
+            state.choice.logprobs = (state.choice.logprobs or []) + entries
         role = delta.get("role")
         if role is not None:
             state.roles_seen += 1
@@ -240,7 +242,7 @@ class StreamAccumulator:
             else:
                 state.choice.finish_reason = finish
         if role is None and not content and not reasoning and not calls and finish is None:
-            self.empty_deltas += 1
+            self.result.empty_deltas += 1
 
     def _add_calls(self, state: _ChoiceState, calls: Any, number: int) -> None:
         if not isinstance(calls, list):

@@ -56,11 +56,19 @@ def summarize_family(
     errors: Counter[str] = Counter()
     requests = 0
     worst: list[dict[str, Any]] = []
+    shapes: dict[str, Any] = {"answers": 0, "violations": 0, "codes": Counter(), "examples": []}
     for record in records:
         outcome = record["outcome"]
         status = outcome["status"]
         counts[status] += 1
         requests += int(outcome.get("metrics", {}).get("requests", 0) or 0)
+        seen = outcome.get("metrics", {}).get("shapes")
+        if seen:
+            shapes["answers"] += seen["answers"]
+            shapes["violations"] += seen["violations"]
+            shapes["codes"].update(seen["codes"])
+            if seen.get("first") and len(shapes["examples"]) < 3:
+                shapes["examples"].append({"case": record["case"], "message": seen["first"]})
         if status == "fail":
             quality = set(outcome.get("metrics", {}).get("quality", []))
             found = {outcome["code"]} | {f["code"] for f in outcome.get("findings", [])}
@@ -78,7 +86,8 @@ def summarize_family(
             errors[outcome.get("code") or "error"] += 1
     graded = counts["pass"] + counts["fail"]
     interval = wilson_interval(counts["pass"], graded)
-    metrics: dict[str, Any] = {"requests": requests}
+    shapes["codes"] = dict(sorted(shapes["codes"].items(), key=lambda kv: (-kv[1], kv[0])))
+    metrics: dict[str, Any] = {"requests": requests, "shapes": shapes}
     summarize = FAMILIES[name].summarize if name in FAMILIES.names() else None
     if summarize is not None:
         metrics.update(summarize(records, baseline))

@@ -125,6 +125,28 @@ CATALOGUE: dict[str, DefectSpec] = {
             "tool_calling",
             "gives parallel calls one shared id, and a single call an empty id",
         ),
+        DefectSpec("stream-no-usage", "wire", "sends no usage chunk although include_usage is set"),
+        DefectSpec(
+            "stream-role-repeated", "wire", "repeats role: assistant in every streamed delta"
+        ),
+        DefectSpec("stream-no-done", "wire", "ends streams without data: [DONE]"),
+        DefectSpec(
+            "finish-reason-raw-token",
+            "wire",
+            "sends the model's raw stop token as finish_reason (stop_163586) instead of stop",
+        ),
+        DefectSpec("stop-not-honoured", "wire", "ignores the stop parameter"),
+        DefectSpec("n-ignored", "wire", "answers one choice whatever n asks for"),
+        DefectSpec("invalid-request-500", "wire", "answers invalid requests with HTTP 500"),
+        DefectSpec(
+            "invalid-request-200", "wire", "answers invalid requests with HTTP 200 as if valid"
+        ),
+        DefectSpec("usage-total-wrong", "wire", "reports total_tokens one more than the sum"),
+        DefectSpec(
+            "logprobs-inconsistent",
+            "wire",
+            "drops the last token's entry from logprobs, so tokens no longer join to the content",
+        ),
         DefectSpec(
             "http-500-every-3rd",
             "transport",

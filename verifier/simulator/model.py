@@ -255,6 +255,15 @@ def kimi_markup(calls: list[ToolCall]) -> str:
     return f"<|tool_calls_section_begin|>{inner}<|tool_calls_section_end|>"
 
 
+def _apply_stop(text: str, stop: Any, defects: Defects) -> str:
+    """The text up to the first stop sequence (which is not included)."""
+    stops = [stop] if isinstance(stop, str) else stop if isinstance(stop, list) else []
+    if "stop-not-honoured" in defects:
+        return text
+    positions = [text.find(s) for s in stops if isinstance(s, str) and s and s in text]
+    return text[: min(positions)] if positions else text
+
+
 def respond(request: dict[str, Any], defects: Defects, number: int = 0) -> Reply:
     """The model's reply to a (valid) chat-completions request (`number` orders the requests)."""
     calls, streamed = tool_calls_for(request, defects, number)
@@ -265,6 +274,7 @@ def respond(request: dict[str, Any], defects: Defects, number: int = 0) -> Reply
     text = _structured_text(request, defects)
     if text is None:
         text = _plain_reply(request)
+    text = _apply_stop(text, request.get("stop"), defects)
     tokens = tokenize(text)
     limit = max_tokens_of(request)
     if limit is not None and len(tokens) > limit:

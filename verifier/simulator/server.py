@@ -9,22 +9,16 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
 import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
-
+from .answers import completion_body, stream_events
 from .defects import Defects
-from .model import MODEL_ID, Reply, count_prompt_tokens, respond
-
-FINGERPRINT = "fp_simulated"
-# Streamed tool-call arguments arrive in pieces of this many characters.
-ARGUMENT_PIECE = 8
+from .model import MODEL_ID, respond
+from .validation import Rejection, request_problem
 
 
 def error_body(
@@ -154,35 +148,47 @@ class Handler(BaseHTTPRequestHandler):
         if self.path.rstrip("/") != "/v1/chat/completions":
             self._send_json(404, error_body(f"no route POST {self.path}", code="not_found"))
             return
-        try:
-            request = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            self._send_json(400, error_body("the request body is not valid JSON"))
+        request: Any = None
+        rejection: Rejection | None
+        if "json" not in (self.headers.get("Content-Type") or ""):
+            rejection = Rejection(415, "Content-Type must be application/json")
+        else:
+            try:
+                request = json.loads(raw)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                rejection = Rejection(400, "the request body is not valid JSON")
+            else:
+                rejection = request_problem(request)
+        if rejection is not None and not self._tolerant():
+            self._reject(rejection)
             return
-        problem = _invalid(request)
-        if problem is not None:
-            status, message, code = problem
-            if (
-                code == "invalid_response_format"
-                and "bad-response-format-500" in self.server.defects
-            ):
-                self._send_json(
-                    500, error_body("internal error compiling the grammar", "server_error")
-                )
-                return
-            self._send_json(status, error_body(message, code=code))
-            return
+        if rejection is not None:
+            request = {"model": MODEL_ID, "messages": [{"role": "user", "content": "?"}]}
         number = self.server.next_request_number()
         if self._fault(number):
             return
         if self.server.latency:
             time.sleep(self.server.latency)
         reply = respond(request, self.server.defects, number)
-        usage = _usage(request, reply)
         if request.get("stream"):
-            self._stream(request, reply, usage, number)
+            self._stream(stream_events(request, reply, number, self.server.defects))
         else:
-            self._send_json(200, _completion(reply, usage, number))
+            self._send_json(200, completion_body(request, reply, number, self.server.defects))
+
+    def _reject(self, rejection: Rejection) -> None:
+        defects = self.server.defects
+        if rejection.code == "invalid_response_format" and "bad-response-format-500" in defects:
+            self._send_json(500, error_body("internal error compiling the grammar", "server_error"))
+        elif "invalid-request-500" in defects:
+            self._send_json(500, error_body("internal server error", "server_error"))
+        else:
+            error = error_body(rejection.message, code=rejection.code)
+            error["error"]["param"] = rejection.param
+            self._send_json(rejection.status, error)
+
+    def _tolerant(self) -> bool:
+        """The vendor answers invalid requests as if they were valid (a defect)."""
+        return "invalid-request-200" in self.server.defects
 
     def _fault(self, number: int) -> bool:
         """Apply transport faults; True when the request was answered by one."""
@@ -198,164 +204,16 @@ class Handler(BaseHTTPRequestHandler):
             return True
         return False
 
-    def _stream(
-        self, request: dict[str, Any], reply: Reply, usage: dict[str, int], number: int
-    ) -> None:
+    def _stream(self, events: list[bytes]) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        base = {
-            "id": f"chatcmpl-sim-{number}",
-            "object": "chat.completion.chunk",
-            "created": int(time.time()),
-            "model": MODEL_ID,
-            "system_fingerprint": FINGERPRINT,
-        }
-
-        def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-            return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-
-        events = [chunk({"role": "assistant", "content": ""})]
-        events += [chunk({"content": token}) for token in reply.tokens]
-        repeat_name = "tool-name-repeated-in-stream" in self.server.defects
-        calls = reply.stream_tool_calls if reply.stream_tool_calls is not None else reply.tool_calls
-        for index, call in enumerate(calls):
-            first = {"name": call.name, "arguments": ""}
-            events.append(
-                chunk(
-                    {
-                        "tool_calls": [
-                            {"index": index, "id": call.id, "type": "function", "function": first}
-                        ]
-                    }
-                )
-            )
-            for start in range(0, len(call.arguments), ARGUMENT_PIECE):
-                function = {"arguments": call.arguments[start : start + ARGUMENT_PIECE]}
-                if repeat_name:
-                    function["name"] = call.name
-                events.append(chunk({"tool_calls": [{"index": index, "function": function}]}))
-        events.append(chunk({}, reply.finish_reason))
-        options = request.get("stream_options") or {}
-        if options.get("include_usage"):
-            events.append({**base, "choices": [], "usage": usage})
         for event in events:
-            self._chunk(b"data: " + json.dumps(event).encode("utf-8") + b"\n\n")
-        self._chunk(b"data: [DONE]\n\n")
+            self._chunk(event)
         self._chunk(b"")
 
     def _chunk(self, data: bytes) -> None:
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         self.wfile.flush()
-
-
-_FORMAT_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-
-
-def _unresolved_refs(schema: Any, root: Any) -> list[str]:
-    """Local $refs in `schema` that point nowhere."""
-    missing = []
-    if isinstance(schema, dict):
-        ref = schema.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#"):
-            node = root
-            for part in ref[1:].split("/")[1:]:
-                part = part.replace("~1", "/").replace("~0", "~")
-                if isinstance(node, dict) and part in node:
-                    node = node[part]
-                else:
-                    missing.append(ref)
-                    break
-        for key, value in schema.items():
-            if key not in ("const", "enum"):
-                missing += _unresolved_refs(value, root)
-    elif isinstance(schema, list):
-        for item in schema:
-            missing += _unresolved_refs(item, root)
-    return missing
-
-
-def response_format_problem(response_format: Any) -> str | None:
-    """Why a response_format must be rejected with a 400, or None when it is usable."""
-    if response_format is None:
-        return None
-    if not isinstance(response_format, dict):
-        return "response_format must be an object"
-    kind = response_format.get("type")
-    if kind in ("text", "json_object"):
-        return None
-    if kind != "json_schema":
-        return f"response_format.type {kind!r} is not one of text, json_object, json_schema"
-    spec = response_format.get("json_schema")
-    if not isinstance(spec, dict):
-        return "response_format.json_schema must be an object"
-    name = spec.get("name")
-    if not isinstance(name, str) or not _FORMAT_NAME.fullmatch(name):
-        return "response_format.json_schema.name must be 1-64 letters, digits, '_' or '-'"
-    schema = spec.get("schema", {})
-    if not isinstance(schema, dict | bool):
-        return "response_format.json_schema.schema must be a JSON Schema object"
-    try:
-        Draft202012Validator.check_schema(schema)
-    except SchemaError as exc:
-        return f"response_format.json_schema.schema is not a valid JSON Schema: {exc.message}"
-    missing = _unresolved_refs(schema, schema)
-    if missing:
-        return f"response_format.json_schema.schema has unresolvable $ref {missing[0]!r}"
-    return None
-
-
-def _invalid(request: Any) -> tuple[int, str, str | None] | None:
-    """Why a request body must be rejected (status, message, code), or None."""
-    if not isinstance(request, dict):
-        return 400, "the request body must be a JSON object", None
-    if request.get("model") != MODEL_ID:
-        return 404, f"The model {request.get('model')!r} does not exist", "model_not_found"
-    messages = request.get("messages")
-    if not isinstance(messages, list) or not messages:
-        return 400, "messages must be a non-empty array", None
-    for message in messages:
-        if not isinstance(message, dict) or message.get("role") not in (
-            "system",
-            "developer",
-            "user",
-            "assistant",
-            "tool",
-        ):
-            return 400, "each message needs a valid role", None
-    problem = response_format_problem(request.get("response_format"))
-    if problem is not None:
-        return 400, problem, "invalid_response_format"
-    return None
-
-
-def _usage(request: dict[str, Any], reply: Reply) -> dict[str, int]:
-    prompt = count_prompt_tokens(request)
-    completion = reply.completion_tokens
-    return {
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "total_tokens": prompt + completion,
-    }
-
-
-def _completion(reply: Reply, usage: dict[str, int], number: int) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
-    if reply.tool_calls:
-        message["tool_calls"] = [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-            for c in reply.tool_calls
-        ]
-    return {
-        "id": f"chatcmpl-sim-{number}",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": MODEL_ID,
-        "system_fingerprint": FINGERPRINT,
-        "choices": [
-            {"index": 0, "message": message, "finish_reason": reply.finish_reason, "logprobs": None}
-        ],
-        "usage": usage,
-    }

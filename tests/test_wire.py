@@ -1,0 +1,262 @@
+"""Wire grading as pure functions: shapes, the streaming protocol, parameters, errors, usage."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from verifier.checks.wire import (
+    invalid_request_findings,
+    logprob_findings,
+    max_tokens_findings,
+    protocol_findings,
+    shape_findings,
+    stop_findings,
+    usage_findings,
+)
+from verifier.endpoint.response import ChatResult, Choice, parse_completion
+from verifier.endpoint.stream import accumulate
+
+GOOD = {
+    "id": "c1",
+    "object": "chat.completion",
+    "created": 1,
+    "model": "m",
+    "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": "Hi"}, "finish_reason": "stop"}
+    ],
+    "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+}
+SSE = {"content-type": "text/event-stream"}
+
+
+def codes(findings: list[Any]) -> list[str]:
+    return [f.code for f in findings]
+
+
+def body(data: Any, status: int = 200) -> ChatResult:
+    return parse_completion(status, json.dumps(data).encode(), {"content-type": "application/json"})
+
+
+def stream(*chunks: Any, done: bool = True) -> ChatResult:
+    text = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + (
+        "data: [DONE]\n\n" if done else ""
+    )
+    return accumulate([text.encode()], ChatResult(stream=True, status=200, headers=dict(SSE)))
+
+
+def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:
+    return {
+        "id": "c1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        **extra,
+    }
+
+
+USAGE_CHUNK = {
+    "id": "c1",
+    "object": "chat.completion.chunk",
+    "created": 1,
+    "model": "m",
+    "choices": [],
+    "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+}
+
+
+def test_a_good_answer_has_the_right_shape() -> None:
+    assert shape_findings(body(GOOD)) == []
+    assert usage_findings(body(GOOD)) == []
+
+
+@pytest.mark.parametrize(
+    ("change", "code", "path"),
+    [
+        (lambda d: d.pop("id"), "response_shape", "$"),
+        (lambda d: d.update(object="completion"), "response_shape", "$.object"),
+        (
+            lambda d: d["choices"][0].update(finish_reason="stop_163586"),
+            "finish_reason_invalid",
+            "$.choices[0].finish_reason",
+        ),
+        (lambda d: d["usage"].update(total_tokens="4"), "response_shape", "$.usage.total_tokens"),
+        (
+            lambda d: d["choices"][0]["message"].update(role="bot"),
+            "response_shape",
+            "$.choices[0].message.role",
+        ),
+    ],
+)
+def test_shape_violations_name_the_path(change: Any, code: str, path: str) -> None:
+    data = json.loads(json.dumps(GOOD))
+    change(data)
+    found = shape_findings(body(data))
+    assert (found[0].code, found[0].json_path) == (code, path)
+
+
+def test_vendor_extras_and_omitted_nullable_fields_are_fine() -> None:
+    data = json.loads(json.dumps(GOOD))
+    data["timings"] = {"prompt_ms": 1}
+    data["choices"][0]["message"]["reasoning_content"] = None
+    assert shape_findings(body(data)) == []
+
+
+def test_a_good_stream() -> None:
+    result = stream(
+        chunk({"role": "assistant", "content": ""}),
+        chunk({"content": "Hi"}),
+        chunk({}, "stop"),
+        USAGE_CHUNK,
+    )
+    assert shape_findings(result) == [] and protocol_findings(result, include_usage=True) == []
+
+
+@pytest.mark.parametrize(
+    ("chunks", "done", "include", "code"),
+    [
+        (
+            [chunk({"role": "assistant", "content": "Hi"}), chunk({}, "stop")],
+            True,
+            True,
+            "usage_missing",
+        ),
+        (
+            [chunk({"role": "assistant", "content": "Hi"}), chunk({}, "stop"), USAGE_CHUNK],
+            True,
+            False,
+            "usage_unrequested",
+        ),
+        (
+            [chunk({"role": "assistant", "content": "Hi"}), chunk({}, "stop"), USAGE_CHUNK],
+            False,
+            True,
+            "done_missing",
+        ),
+        ([chunk({"content": "Hi"}), chunk({}, "stop"), USAGE_CHUNK], True, True, "role_missing"),
+        (
+            [
+                chunk({"role": "assistant", "content": "H"}),
+                chunk({"role": "assistant", "content": "i"}),
+                chunk({}, "stop"),
+                USAGE_CHUNK,
+            ],
+            True,
+            True,
+            "role_repeated",
+        ),
+        (
+            [
+                chunk({"role": "assistant", "content": "Hi"}),
+                chunk({}),
+                chunk({}, "stop"),
+                USAGE_CHUNK,
+            ],
+            True,
+            True,
+            "empty_delta",
+        ),
+        (
+            [
+                chunk({"role": "assistant", "content": "Hi"}),
+                chunk({}, "stop"),
+                chunk({}, "stop"),
+                USAGE_CHUNK,
+            ],
+            True,
+            True,
+            "finish_reason_repeated",
+        ),
+        (
+            [chunk({"role": "assistant", "content": "Hi"}), USAGE_CHUNK],
+            True,
+            True,
+            "finish_reason_missing",
+        ),
+        (
+            [
+                chunk(
+                    {"role": "assistant", "content": "Hi"},
+                    "stop",
+                    usage={"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                )
+            ],
+            True,
+            True,
+            "usage_not_final_chunk",
+        ),
+    ],
+)
+def test_protocol_violations(chunks: list[Any], done: bool, include: bool, code: str) -> None:
+    assert code in codes(protocol_findings(stream(*chunks, done=done), include_usage=include))
+
+
+def test_a_stream_that_is_not_sse() -> None:
+    result = ChatResult(stream=True, status=200, headers={"content-type": "application/json"})
+    assert codes(protocol_findings(result, include_usage=True)) == ["not_event_stream"]
+
+
+def test_usage_total() -> None:
+    data = json.loads(json.dumps(GOOD))
+    data["usage"]["total_tokens"] = 5
+    assert codes(usage_findings(body(data))) == ["usage_total_wrong"]
+    data.pop("usage")
+    assert codes(usage_findings(body(data))) == ["usage_missing"]
+
+
+@pytest.mark.parametrize(
+    ("status", "data", "code"),
+    [
+        (200, GOOD, "invalid_request_accepted"),
+        (500, {"error": {"message": "boom"}}, "invalid_request_5xx"),
+        (400, {"object": "error", "message": "bad"}, "error_shape"),
+        (422, {"detail": [{"msg": "field required"}]}, "error_shape"),
+    ],
+)
+def test_invalid_requests_need_a_4xx_with_an_error_object(
+    status: int, data: Any, code: str
+) -> None:
+    assert codes(invalid_request_findings(body(data, status))) == [code]
+    assert invalid_request_findings(body({"error": {"message": "bad", "type": "x"}}, 400)) == []
+
+
+def answer(
+    content: str, finish: str = "stop", logprobs: Any = None, usage: Any = None
+) -> ChatResult:
+    return ChatResult(
+        stream=False,
+        status=200,
+        usage=usage,
+        choices=[Choice(0, "assistant", content, None, [], finish, logprobs)],
+    )
+
+
+def test_logprobs() -> None:
+    entries = [
+        {"token": "He", "logprob": -0.1, "top_logprobs": [{"token": "He", "logprob": -0.1}]},
+        {"token": "llo", "logprob": 0.0, "top_logprobs": []},
+    ]
+    assert logprob_findings(answer("Hello", logprobs=entries), 1) == []
+    assert codes(logprob_findings(answer("Hello!", logprobs=entries), 1)) == [
+        "logprobs_inconsistent"
+    ]
+    assert codes(
+        logprob_findings(answer("Hello", logprobs=[{**entries[0], "logprob": 0.5}, entries[1]]), 1)
+    ) == ["logprobs_inconsistent"]
+    assert codes(logprob_findings(answer("Hello", logprobs=None), 1)) == ["logprobs_missing"]
+
+
+def test_stop_and_max_tokens() -> None:
+    assert stop_findings(answer("Hello"), ["!"]) == []
+    assert codes(stop_findings(answer("Hello!"), ["zz", "!"])) == ["stop_not_honoured"]
+    usage = {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}
+    assert max_tokens_findings(answer("He", "length", usage=usage), 2) == []
+    assert codes(max_tokens_findings(answer("He", "length", usage=usage), 3)) == [
+        "max_tokens_not_honoured"
+    ]
+    assert codes(max_tokens_findings(answer("He", "stop", usage=usage), 1)) == [
+        "max_tokens_not_honoured"
+    ]

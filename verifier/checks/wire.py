@@ -1,0 +1,459 @@
+"""Wire: answer shapes, the streaming protocol, parameters honoured, error responses, usage.
+
+Shapes are checked on every answer of every family (the runner records them in
+each case's metrics); this family's own cases fail on them. Codes:
+
+- shapes: ``response_shape``, ``chunk_shape``, ``error_shape`` (JSON path named),
+  ``finish_reason_invalid`` (a value the reference does not document, such as
+  ``stop_163586``);
+- streaming: ``not_event_stream``, ``done_missing``, ``data_after_done``,
+  ``role_missing``, ``role_repeated``, ``role_not_first``, ``chunk_id_changed``,
+  ``empty_delta``, ``finish_reason_missing``, ``finish_reason_repeated``,
+  ``usage_missing``, ``usage_not_final_chunk``, ``usage_unrequested``,
+  ``chunk_not_json``, ``event_unterminated``, ``stream_content_differs``;
+- parameters: ``max_tokens_not_honoured``, ``stop_not_honoured``, ``n_ignored``,
+  ``seed_not_reproducible``, ``logprobs_missing``, ``logprobs_inconsistent``;
+- errors: ``invalid_request_accepted`` (2xx), ``invalid_request_5xx``,
+  ``invalid_request_hang``, ``error_shape``;
+- usage: ``usage_missing``, ``usage_total_wrong``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .. import resources
+from ..endpoint.response import ChatResult
+from ..errors import EndpointTimeout
+from ..outcome import Finding, Outcome, Status
+from .common import excerpt, unreadable_findings
+from .registry import family
+
+if TYPE_CHECKING:
+    from ..cases import Case
+    from ..runner import RunContext
+
+# Stream problems (from the accumulator) that are protocol violations, by their own code.
+PROTOCOL_CODES = frozenset(
+    {
+        "done_missing",
+        "done_repeated",
+        "data_after_done",
+        "role_repeated",
+        "role_not_first",
+        "chunk_id_changed",
+        "finish_reason_missing",
+        "finish_reason_repeated",
+        "usage_repeated",
+        "chunk_not_json",
+        "chunk_not_object",
+        "event_unterminated",
+        "chunk_without_choices",
+        "delta_missing",
+        "stream_error_event",
+    }
+)
+MAX_SHAPE_FINDINGS = 5
+
+
+def _shape(
+    schema: str, instance: Any, code: str, attempt: str | None, where: str = "$"
+) -> list[Finding]:
+    errors = sorted(
+        resources.validator(schema).iter_errors(instance), key=lambda e: list(map(str, e.path))
+    )
+    findings = []
+    for error in errors[:MAX_SHAPE_FINDINGS]:
+        path = where + error.json_path[1:]
+        this = "finish_reason_invalid" if path.endswith(".finish_reason") else code
+        findings.append(
+            Finding(
+                this,
+                f"{path}: {error.message}",
+                path,
+                actual=_small(error.instance),
+                attempt=attempt,
+            )
+        )
+    return findings
+
+
+def _small(value: Any) -> Any:
+    text = json.dumps(value, default=str)
+    return value if len(text) <= 200 else text[:200] + "..."
+
+
+def shape_findings(result: ChatResult, attempt: str | None = None) -> list[Finding]:
+    """Every answer's body (or chunks) against the OpenAI schemas; error bodies too (pure)."""
+    if not result.ok:
+        if isinstance(result.body, dict):
+            return _shape("error", result.body, "error_shape", attempt)
+        return [
+            Finding(
+                "error_shape",
+                f"the error body is not a JSON object: {excerpt(str(result.body), 80)!r}",
+                attempt=attempt,
+            )
+        ]
+    if result.stream and result.chunks:
+        findings = []
+        for number, chunk in enumerate(result.chunks):
+            if isinstance(chunk, dict):
+                findings += _shape(
+                    "chat_completion_chunk", chunk, "chunk_shape", attempt, f"$[chunk {number}]"
+                )
+            if len(findings) >= MAX_SHAPE_FINDINGS:
+                break
+        return findings[:MAX_SHAPE_FINDINGS]
+    if isinstance(result.body, dict):
+        return _shape("chat_completion", result.body, "response_shape", attempt)
+    return []
+
+
+def protocol_findings(
+    result: ChatResult, *, include_usage: bool, attempt: str | None = None
+) -> list[Finding]:
+    """The streaming protocol of one streamed answer (pure)."""
+    findings = []
+    if "text/event-stream" not in result.headers.get("content-type", ""):
+        content_type = result.headers.get("content-type")
+        findings.append(
+            Finding(
+                "not_event_stream",
+                f"stream answered with content-type {content_type!r}",
+                expected="text/event-stream",
+                actual=content_type,
+                attempt=attempt,
+            )
+        )
+        return findings
+    findings += [
+        Finding(p.code, p.message, p.where, attempt=attempt)
+        for p in result.problems
+        if p.code in PROTOCOL_CODES
+    ]
+    for choice in result.choices:
+        if choice.role is None:
+            findings.append(
+                Finding("role_missing", f"choice {choice.index} never sent a role", attempt=attempt)
+            )
+    if result.empty_deltas:
+        findings.append(
+            Finding(
+                "empty_delta",
+                f"{result.empty_deltas} chunk(s) with an empty delta and no finish_reason",
+                attempt=attempt,
+            )
+        )
+    if include_usage:
+        if result.usage is None:
+            findings.append(
+                Finding(
+                    "usage_missing",
+                    "stream_options.include_usage is set, but no usage chunk came",
+                    attempt=attempt,
+                )
+            )
+        elif result.usage_source != "final_chunk":
+            findings.append(
+                Finding(
+                    "usage_not_final_chunk",
+                    f"usage came in a chunk with choices "
+                    f"({result.usage_source}), not in a final chunk with choices []",
+                    attempt=attempt,
+                )
+            )
+    elif result.usage is not None and result.usage_source == "final_chunk":
+        findings.append(
+            Finding(
+                "usage_unrequested",
+                "a usage chunk came although include_usage is false",
+                attempt=attempt,
+            )
+        )
+    return findings
+
+
+def usage_findings(result: ChatResult, attempt: str | None = None) -> list[Finding]:
+    """Usage present and consistent: total = prompt + completion (pure)."""
+    usage = result.usage
+    if usage is None:
+        return [Finding("usage_missing", "the answer has no usage object", attempt=attempt)]
+    values = [usage.get(k) for k in ("prompt_tokens", "completion_tokens", "total_tokens")]
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return []  # a shape problem: response_shape / chunk_shape name it
+    prompt, completion, total = values
+    if total != prompt + completion:
+        return [
+            Finding(
+                "usage_total_wrong",
+                f"total_tokens {total} is not prompt_tokens {prompt} + "
+                f"completion_tokens {completion}",
+                "$.usage.total_tokens",
+                expected=prompt + completion,
+                actual=total,
+                attempt=attempt,
+            )
+        ]
+    return []
+
+
+def invalid_request_findings(result: ChatResult, attempt: str | None = None) -> list[Finding]:
+    """An invalid request must get a 4xx with an OpenAI-shaped error object (pure)."""
+    if result.ok:
+        return [
+            Finding(
+                "invalid_request_accepted",
+                f"an invalid request was answered HTTP {result.status}",
+                expected="4xx",
+                actual=result.status,
+                attempt=attempt,
+            )
+        ]
+    if result.status >= 500:
+        return [
+            Finding(
+                "invalid_request_5xx",
+                f"an invalid request gave HTTP {result.status}, a server error, not a 4xx",
+                expected="4xx",
+                actual=result.status,
+                attempt=attempt,
+            )
+        ]
+    return shape_findings(result, attempt)
+
+
+def logprob_findings(
+    result: ChatResult, top: int | None, attempt: str | None = None
+) -> list[Finding]:
+    """Token logprobs join to the content, are <= 0, with at most `top` alternatives (pure)."""
+    choice = result.choice
+    if choice is None:
+        return []
+    if choice.logprobs is None:
+        return [Finding("logprobs_missing", "logprobs were asked for, none came", attempt=attempt)]
+    tokens, problems = [], []
+    for position, entry in enumerate(choice.logprobs):
+        if not isinstance(entry, dict) or not isinstance(entry.get("token"), str):
+            problems.append(f"entry {position} has no token")
+            continue
+        tokens.append(entry["token"])
+        logprob = entry.get("logprob")
+        if not isinstance(logprob, int | float) or logprob > 0:
+            problems.append(f"entry {position} has logprob {logprob!r}")
+        alternatives = entry.get("top_logprobs") or []
+        if top is not None and len(alternatives) > top:
+            problems.append(
+                f"entry {position} has {len(alternatives)} top_logprobs, more than {top}"
+            )
+    joined = "".join(tokens)
+    if joined != (choice.content or ""):
+        problems.insert(
+            0,
+            f"tokens join to {excerpt(joined, 60)!r}, "
+            f"the content is {excerpt(choice.content, 60)!r}",
+        )
+    if problems:
+        return [
+            Finding(
+                "logprobs_inconsistent",
+                "; ".join(problems[:3]),
+                "$.choices[0].logprobs",
+                attempt=attempt,
+            )
+        ]
+    return []
+
+
+def stop_findings(
+    result: ChatResult, stops: Sequence[str], attempt: str | None = None
+) -> list[Finding]:
+    """No stop sequence in the content (pure)."""
+    choice = result.choice
+    content = (choice.content if choice else None) or ""
+    hit = [s for s in stops if s and s in content]
+    if hit:
+        return [
+            Finding(
+                "stop_not_honoured",
+                f"the content contains the stop sequence {hit[0]!r}",
+                actual=excerpt(content, 120),
+                attempt=attempt,
+            )
+        ]
+    return []
+
+
+def max_tokens_findings(
+    result: ChatResult, limit: int, attempt: str | None = None
+) -> list[Finding]:
+    """completion_tokens within the limit, and equal to it when finish_reason is length (pure)."""
+    usage = result.usage or {}
+    used = usage.get("completion_tokens")
+    choice = result.choice
+    if not isinstance(used, int):
+        return []
+    if used > limit or (choice is not None and choice.finish_reason == "length" and used != limit):
+        return [
+            Finding(
+                "max_tokens_not_honoured",
+                f"completion_tokens {used} with a limit of {limit} "
+                f"(finish_reason {choice.finish_reason if choice else None!r})",
+                expected=limit,
+                actual=used,
+                attempt=attempt,
+            )
+        ]
+    return []
+
+
+def _request(case: Case, ctx: RunContext) -> dict[str, Any]:
+    body = ctx.request(case, **case.data.get("request", {}))
+    return body
+
+
+def _run_invalid(case: Case, ctx: RunContext) -> list[Finding]:
+    data = case.data
+    label = f"{case.key}#invalid"
+    try:
+        if "raw_body" in data:
+            result = ctx.client.post_raw(
+                data["raw_body"].encode(),
+                label=label,
+                content_type=data.get("content_type", "application/json"),
+            )
+        elif "content_type" in data:
+            body = json.dumps({"model": ctx.model, **data.get("request", {})}).encode()
+            result = ctx.client.post_raw(body, content_type=data["content_type"], label=label)
+        else:
+            result = ctx.client.chat(
+                {"model": ctx.model, **data.get("request", {})},
+                label=label,
+                keep_persistent_5xx=True,
+            )
+    except EndpointTimeout as exc:
+        return [Finding("invalid_request_hang", f"an invalid request got no answer: {exc.message}")]
+    ctx.observe(result)
+    return invalid_request_findings(result, "invalid")
+
+
+def _run_check(case: Case, ctx: RunContext) -> tuple[list[Finding], dict[str, Any]]:
+    data = case.data
+    check = data["check"]
+    if check == "invalid":
+        return _run_invalid(case, ctx), {"requests": 1}
+    request = _request(case, ctx)
+    stream = bool(data.get("stream", False))
+    if check == "parity":
+        plain = ctx.send(case, request, stream=False, name="non-stream")
+        streamed = ctx.send(case, request, stream=True, name="stream")
+        results = [plain, streamed]
+    elif check == "seed":
+        results = [ctx.send(case, request, stream=stream, name=f"seed-{n}") for n in (1, 2)]
+    else:
+        results = [
+            ctx.send(case, request, stream=stream, name="stream" if stream else "non-stream")
+        ]
+    rejected = next((r for r in results if not r.ok), None)
+    if rejected is not None:
+        raise _Rejected(rejected)
+    findings: list[Finding] = []
+    for result in results:
+        attempt = result.label
+        broken = unreadable_findings(result, attempt)
+        if broken:
+            findings += broken
+            continue
+        findings += shape_findings(result, attempt)
+        if result.stream:
+            include = (request.get("stream_options") or {}).get("include_usage", True)
+            findings += protocol_findings(result, include_usage=include, attempt=attempt)
+        if check == "usage":
+            findings += usage_findings(result, attempt)
+        elif check == "stop":
+            stop = request["stop"]
+            findings += stop_findings(result, [stop] if isinstance(stop, str) else stop, attempt)
+        elif check == "max_tokens":
+            limit = request.get("max_completion_tokens", request.get("max_tokens"))
+            findings += max_tokens_findings(result, int(limit), attempt)
+        elif check == "n":
+            indexes = sorted(c.index for c in result.choices)
+            if indexes != list(range(request["n"])):
+                findings.append(
+                    Finding(
+                        "n_ignored",
+                        f"n={request['n']} gave choices {indexes}",
+                        expected=list(range(request["n"])),
+                        actual=indexes,
+                        attempt=attempt,
+                    )
+                )
+        elif check == "logprobs":
+            findings += logprob_findings(result, request.get("top_logprobs"), attempt)
+    if check == "parity" and not findings:
+        a, b = (r.choice for r in results)
+        if a and b and (a.content, a.finish_reason) != (b.content, b.finish_reason):
+            findings.append(
+                Finding(
+                    "stream_content_differs",
+                    "the streamed content differs from the "
+                    "non-stream content at temperature 0 with a seed",
+                    expected=a.content,
+                    actual=b.content,
+                    compare=True,
+                )
+            )
+    if check == "seed" and not findings:
+        a, b = (r.choice for r in results)
+        if a and b and a.content != b.content:
+            findings.append(
+                Finding(
+                    "seed_not_reproducible",
+                    "the same request with the same seed gave different content",
+                    expected=a.content,
+                    actual=b.content,
+                    compare=True,
+                )
+            )
+    return findings, {"requests": len(results)}
+
+
+class _Rejected(Exception):
+    """A valid request of this family was declined with a 4xx: the feature is unsupported."""
+
+    def __init__(self, result: ChatResult) -> None:
+        self.result = result
+
+
+def summarize(
+    records: Iterable[Mapping[str, Any]], baseline: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """Per check: how many cases passed (pure)."""
+    checks: dict[str, Counter[str]] = {}
+    for record in records:
+        outcome = record["outcome"]
+        check = outcome.get("metrics", {}).get("check", "?")
+        checks.setdefault(check, Counter())[outcome["status"]] += 1
+    return {"checks": {k: dict(sorted(v.items())) for k, v in sorted(checks.items())}}
+
+
+@family("wire", summarize=summarize)
+def run(case: Case, ctx: RunContext) -> Outcome:
+    """Shapes, streaming protocol, parameters, error responses and usage."""
+    check = case.data["check"]
+    try:
+        findings, metrics = _run_check(case, ctx)
+    except _Rejected as rejected:
+        result = rejected.result
+        error = result.error_object or {}
+        return Outcome(
+            Status.UNSUPPORTED,
+            code="rejected",
+            message=f"unsupported: {check} rejected with HTTP {result.status}: "
+            f"{error.get('message') or result.body!s:.200}",
+            metrics={"check": check, "requests": 1},
+        )
+    return Outcome.from_findings(findings, metrics={**metrics, "check": check})

@@ -1,0 +1,155 @@
+"""The simulated vendor's answers on the wire: the completion object and the SSE chunks.
+
+Wire defects of the catalogue are applied here (raw finish_reason tokens, a wrong
+usage total, inconsistent logprobs, a repeated role, a missing usage chunk or
+[DONE], n ignored); behaviour defects live in the model.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from .defects import Defects
+from .model import MODEL_ID, Reply, count_prompt_tokens
+
+FINGERPRINT = "fp_simulated"
+# Streamed tool-call arguments arrive in pieces of this many characters.
+ARGUMENT_PIECE = 8
+# What a vendor that leaks the model's stop token into finish_reason sends.
+RAW_FINISH = "stop_163586"
+
+
+def usage_of(
+    request: dict[str, Any], reply: Reply, choices: int, defects: Defects
+) -> dict[str, int]:
+    """Usage: the toy tokens of the prompt, and of every choice's answer."""
+    prompt = count_prompt_tokens(request)
+    completion = reply.completion_tokens * choices
+    total = prompt + completion + (1 if "usage-total-wrong" in defects else 0)
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": total}
+
+
+def choice_count(request: dict[str, Any], defects: Defects) -> int:
+    """How many choices to send: n, unless the vendor ignores it."""
+    n = request.get("n")
+    return 1 if "n-ignored" in defects or not isinstance(n, int) else n
+
+
+def finish_of(reply: Reply, defects: Defects) -> str:
+    """The finish_reason as sent."""
+    if reply.finish_reason == "stop" and "finish-reason-raw-token" in defects:
+        return RAW_FINISH
+    return reply.finish_reason
+
+
+def logprobs_of(
+    request: dict[str, Any], tokens: list[str], defects: Defects
+) -> dict[str, Any] | None:
+    """Token logprobs for the content, when asked for (the tiny model is sure of every token)."""
+    if not request.get("logprobs"):
+        return None
+    top = request.get("top_logprobs") or 0
+    entries = []
+    for token in tokens:
+        alternatives = [{"token": token, "logprob": -0.01}] + [
+            {"token": f"{token}~{i}", "logprob": -5.0 - i} for i in range(1, top)
+        ]
+        entries.append(
+            {
+                "token": token,
+                "logprob": -0.01,
+                "bytes": list(token.encode()),
+                "top_logprobs": alternatives[:top],
+            }
+        )
+    if "logprobs-inconsistent" in defects and entries:
+        entries = entries[:-1]
+    return {"content": entries}
+
+
+def completion_body(
+    request: dict[str, Any], reply: Reply, number: int, defects: Defects
+) -> dict[str, Any]:
+    """The chat.completion object."""
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in reply.tool_calls
+        ]
+    count = choice_count(request, defects)
+    return {
+        "id": f"chatcmpl-sim-{number}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": MODEL_ID,
+        "system_fingerprint": FINGERPRINT,
+        "choices": [
+            {
+                "index": index,
+                "message": message,
+                "finish_reason": finish_of(reply, defects),
+                "logprobs": logprobs_of(request, reply.tokens, defects),
+            }
+            for index in range(count)
+        ],
+        "usage": usage_of(request, reply, count, defects),
+    }
+
+
+def stream_events(
+    request: dict[str, Any], reply: Reply, number: int, defects: Defects
+) -> list[bytes]:
+    """The SSE events of a streamed answer, [DONE] included (unless a defect drops it)."""
+    base = {
+        "id": f"chatcmpl-sim-{number}",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": MODEL_ID,
+        "system_fingerprint": FINGERPRINT,
+    }
+    count = choice_count(request, defects)
+    repeat_role = "stream-role-repeated" in defects
+    repeat_name = "tool-name-repeated-in-stream" in defects
+    calls = reply.stream_tool_calls if reply.stream_tool_calls is not None else reply.tool_calls
+    logprobs = logprobs_of(request, reply.tokens, defects)
+    chunks: list[dict[str, Any]] = []
+
+    def chunk(index: int, delta: dict[str, Any], finish: str | None = None, **extra: Any) -> None:
+        choice = {"index": index, "delta": delta, "finish_reason": finish, **extra}
+        chunks.append({**base, "choices": [choice]})
+
+    for index in range(count):
+        chunk(index, {"role": "assistant", "content": ""})
+        for position, token in enumerate(reply.tokens):
+            delta = {"role": "assistant", "content": token} if repeat_role else {"content": token}
+            extra = {}
+            if logprobs is not None:
+                entries = logprobs["content"][position : position + 1]
+                extra["logprobs"] = {"content": entries}
+            chunk(index, delta, **extra)
+        for call_index, call in enumerate(calls):
+            first = {"name": call.name, "arguments": ""}
+            chunk(
+                index,
+                {
+                    "tool_calls": [
+                        {"index": call_index, "id": call.id, "type": "function", "function": first}
+                    ]
+                },
+            )
+            for start in range(0, len(call.arguments), ARGUMENT_PIECE):
+                function = {"arguments": call.arguments[start : start + ARGUMENT_PIECE]}
+                if repeat_name:
+                    function["name"] = call.name
+                chunk(index, {"tool_calls": [{"index": call_index, "function": function}]})
+        chunk(index, {}, finish_of(reply, defects))
+    options = request.get("stream_options") or {}
+    if options.get("include_usage") and "stream-no-usage" not in defects:
+        chunks.append({**base, "choices": [], "usage": usage_of(request, reply, count, defects)})
+    events = [b"data: " + json.dumps(c).encode("utf-8") + b"\n\n" for c in chunks]
+    if "stream-no-done" not in defects:
+        events.append(b"data: [DONE]\n\n")
+    return events
