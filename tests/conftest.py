@@ -19,6 +19,7 @@ from verifier.simulator.defects import parse_defects
 from verifier.simulator.server import SimulatorServer
 
 REPO = Path(__file__).resolve().parent.parent
+KIMI_PROFILE = f"kimi-k2:{REPO / 'tests' / 'data' / 'kimi-k2'}"
 
 
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -246,7 +247,31 @@ def realserver_run(
     def get(name: str) -> VerifierRun:
         if name not in runs:
             out = tmp_path_factory.mktemp(f"realserver-{name}") / "out"
-            runs[name] = verify(llama_server(name).url, out, "--repeats", "3", timeout=1800)
+            runs[name] = verify(
+                llama_server(name).url,
+                out,
+                "--repeats",
+                "3",
+                "--profile",
+                KIMI_PROFILE,
+                timeout=1800,
+            )
         return runs[name]
 
     return get
+
+
+@pytest.fixture(scope="session")
+def small_profile_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A profile folder with a small tokenizer trained here and a chat template of our own."""
+    from tests.small_tokenizer import build
+
+    return build(tmp_path_factory.mktemp("small-profile"), REPO)
+
+
+@pytest.fixture(scope="session")
+def small_profile(small_profile_dir: Path) -> Any:
+    """The small profile, loaded."""
+    from verifier.reference.profiles import load_profile
+
+    return load_profile(str(small_profile_dir))

@@ -149,6 +149,7 @@ class RunConfig:
     baseline: Path | None = None
     generated: int = 0
     generated_seed: int | None = None
+    profile: str | None = None
 
     @property
     def endpoint_display(self) -> str:

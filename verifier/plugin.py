@@ -96,6 +96,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="folder for the journal, transcript and scorecard (default: verifier-out)",
     )
     group.addoption(
+        "--profile",
+        metavar="[NAME:]PATH",
+        help="reference model folder (chat template + tokenizer) for the chat_template and "
+        "tokenizer families, e.g. kimi-k2:/models/Kimi-K2; without it those checks are "
+        "unsupported",
+    )
+    group.addoption(
         "--generated",
         metavar="N",
         type=_option_type("--generated", non_negative_int),
@@ -158,6 +165,7 @@ def pytest_configure(config: pytest.Config) -> None:
             resume=config.getoption("resume"),
             baseline=_path_or_none(config.getoption("baseline")),
             generated=config.getoption("generated"),
+            profile=config.getoption("profile"),
             generated_seed=config.getoption("generated_seed"),
         )
         from .session import start_session

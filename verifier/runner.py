@@ -11,8 +11,10 @@ from .checks.wire import shape_findings
 from .endpoint.client import EndpointClient
 from .endpoint.probe import Capabilities
 from .endpoint.response import ChatResult
+from .endpoint.tokenize import TokenizerEndpoints
 from .errors import EndpointError
 from .outcome import Outcome, Status
+from .reference.profiles import Profile
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -26,6 +28,7 @@ class RunContext:
         seed: the seed sent with every sampling request.
         observed: every answer the current case got (for the shape checks that run on
             all families); :func:`run_case` gives each case a fresh list.
+        profile: the reference model profile (``--profile``), or None.
     """
 
     client: EndpointClient
@@ -33,6 +36,13 @@ class RunContext:
     repeats: int | None
     seed: int
     observed: list[ChatResult] = dataclasses.field(default_factory=list)
+    profile: Profile | None = None
+
+    @property
+    def endpoints(self) -> TokenizerEndpoints:
+        """The tokenizer endpoints the probe found (none when it did not look)."""
+        found = self.capabilities.tokenizer_endpoints
+        return TokenizerEndpoints.from_dict(found) if found else TokenizerEndpoints()
 
     @property
     def model(self) -> str:

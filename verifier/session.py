@@ -9,6 +9,7 @@ cases. Items are ``<family>::<case id>``, collected instead of test files.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,11 +23,13 @@ from .checks import FAMILIES
 from .config import RunConfig, load_baseline, prepare_out_dir
 from .endpoint.client import EndpointClient
 from .endpoint.probe import Capabilities, probe
+from .endpoint.tokenize import probe_tokenizer_endpoints
 from .endpoint.transcript import Transcript
 from .errors import VerifierError
 from .journal import FINAL_STATUSES, Journal, read_journal
 from .outcome import Outcome, Status
 from .outdir import OutDir, write_atomic
+from .reference.profiles import load_profile
 from .report import render_outcome, summary_lines
 from .runner import RunContext, run_case
 from .scorecard.build import build_scorecard
@@ -72,6 +75,7 @@ class VerifierSession:
             if check is not None:
                 check(case)
         self.out = OutDir(prepare_out_dir(run.out_dir))
+        self.profile = None if run.profile is None else load_profile(run.profile)
         self.baseline = None if run.baseline is None else load_baseline(run.baseline)
         self.journal: Journal | None = None
         self.moved_previous = False
@@ -90,6 +94,11 @@ class VerifierSession:
         self.client = self._client("main")
         try:
             self.capabilities = probe(self.client, run.model)
+            if {"chat_template", "tokenizer"} & set(run.families):
+                endpoints = probe_tokenizer_endpoints(self.client, self.capabilities.model)
+                self.capabilities = dataclasses.replace(
+                    self.capabilities, tokenizer_endpoints=endpoints.to_dict()
+                )
         except VerifierError:
             self.client.close()
             self.client.transcript.close()
@@ -105,6 +114,7 @@ class VerifierSession:
             "started": self.started,
             "verifier_version": __version__,
             "settings": self.run.settings(),
+            "profile": self.profile.describe() if self.profile else None,
             "corpus": {"digest": self.corpus.digest, "families": dict(self.corpus.digests)},
         }
         if self.run.resume and self.out.journal.exists():
@@ -153,6 +163,7 @@ class VerifierSession:
             capabilities=self.capabilities,
             repeats=self.run.repeats,
             seed=self.run.seed,
+            profile=self.profile,
         )
 
     def worker_input(self) -> dict[str, Any]:
@@ -282,6 +293,8 @@ def _resume_mismatch(old: dict[str, Any], new: dict[str, Any]) -> str | None:
             return f"{key}: {old.get('settings', {}).get(key)!r} then, {value!r} now"
     if old.get("corpus", {}).get("digest") != new["corpus"]["digest"]:
         return "the case corpus changed"
+    if old.get("profile") != new.get("profile"):
+        return "the profile changed"
     return None
 
 

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from . import structured_output, tool_calling, wire
+from . import chat_template, structured_output, tokenizer, tool_calling, wire
 from .registry import FAMILIES, Family
 
-__all__ = ["FAMILIES", "Family", "structured_output", "tool_calling", "wire"]
+__all__ = [
+    "FAMILIES",
+    "Family",
+    "chat_template",
+    "structured_output",
+    "tokenizer",
+    "tool_calling",
+    "wire",
+]

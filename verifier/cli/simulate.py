@@ -9,6 +9,8 @@ import sys
 import threading
 from types import FrameType
 
+from ..errors import VerifierError
+from ..reference.profiles import load_profile
 from ..simulator.defects import parse_defects
 from ..simulator.server import SimulatorServer
 
@@ -40,6 +42,17 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="NAME",
         help="require the key held in this environment variable as a Bearer token",
     )
+    parser.add_argument(
+        "--profile",
+        metavar="[NAME:]PATH",
+        help="render and count prompts with this model profile (as the plugin's --profile)",
+    )
+    parser.add_argument(
+        "--tokenizer-api",
+        choices=("vllm", "llamacpp", "none"),
+        default="vllm",
+        help="tokenizer endpoints a profiled vendor offers (default: vllm)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -58,10 +71,25 @@ def run(args: argparse.Namespace) -> int:
                 f"verifier simulate: error: --require-key-env: ${args.require_key_env} is not set\n"
             )
             return 2
+    profile = None
+    if args.profile:
+        try:
+            profile = load_profile(args.profile)
+        except VerifierError as exc:
+            sys.stderr.write(f"verifier simulate: error: {exc}\n")
+            return 2
     try:
         server = SimulatorServer(
-            (args.host, args.port), defects=defects, latency=args.latency_ms / 1000, api_key=api_key
+            (args.host, args.port),
+            defects=defects,
+            latency=args.latency_ms / 1000,
+            api_key=api_key,
+            profile=profile,
+            tokenizer_api=args.tokenizer_api,
         )
+    except ValueError as exc:
+        sys.stderr.write(f"verifier simulate: error: {exc}\n")
+        return 2
     except OSError as exc:
         sys.stderr.write(
             f"verifier simulate: error: cannot listen on {args.host}:{args.port}: {exc.strerror}\n"

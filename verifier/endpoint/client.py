@@ -192,6 +192,28 @@ class EndpointClient:
             url=f"{self.display_url}/chat/completions",
         )
 
+    @property
+    def root_url(self) -> str:
+        """The server root: the base URL without its trailing ``/v1`` (where /tokenize lives)."""
+        return self.base_url[: -len("/v1")] if self.base_url.endswith("/v1") else self.base_url
+
+    def post_json(self, url: str, body: dict[str, Any], *, label: str = "") -> ChatResult:
+        """POST JSON to a path of the base URL or an absolute URL; any status is returned.
+
+        For the tokenizer endpoints servers add beside the OpenAI API (/tokenize,
+        /detokenize, /apply-template): a 404 means the server has none.
+        """
+        return self._with_retries(
+            lambda: self._send_post(url, body),
+            body=body,
+            stream=False,
+            label=label,
+            keep_persistent_5xx=True,
+            url=self.redactor.text(redact_url(url))
+            if url.startswith("http")
+            else f"{self.display_url}{url}",
+        )
+
     def get(self, path: str, *, label: str = "") -> ChatResult:
         """GET a path relative to the base URL (``/models``), parsed like a non-stream answer."""
         return self._with_retries(
@@ -221,6 +243,17 @@ class EndpointClient:
                     result = accumulate(response.iter_bytes(), result)
             else:
                 result = parse_completion(response.status_code, response.read(), headers)
+        finally:
+            response.close()
+        result.latency = time.perf_counter() - started
+        return result
+
+    def _send_post(self, url: str, body: dict[str, Any]) -> ChatResult:
+        started = time.perf_counter()
+        response = self._sdk.post(url, body=body, cast_to=httpx2.Response)
+        try:
+            headers = self.redactor.headers(response.headers.multi_items())
+            result = parse_body(response.status_code, response.read(), headers)
         finally:
             response.close()
         result.latency = time.perf_counter() - started

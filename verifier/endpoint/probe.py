@@ -27,6 +27,8 @@ class Capabilities:
         served_model: the ``model`` field of the probe's chat answer.
         system_fingerprint: the probe answer's ``system_fingerprint``.
         server: identifying response headers.
+        tokenizer_endpoints: which tokenizer endpoints answer (see endpoint/tokenize.py);
+            None when no family that needs them was selected.
     """
 
     model: str
@@ -34,6 +36,7 @@ class Capabilities:
     served_model: str | None = None
     system_fingerprint: str | None = None
     server: dict[str, str] = dataclasses.field(default_factory=dict)
+    tokenizer_endpoints: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """As plain JSON data."""
@@ -50,6 +53,7 @@ class Capabilities:
             served_model=data.get("served_model"),
             system_fingerprint=data.get("system_fingerprint"),
             server=dict(data.get("server", {})),
+            tokenizer_endpoints=data.get("tokenizer_endpoints"),
         )
 
 

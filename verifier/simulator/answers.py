@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from .defects import Defects
-from .model import MODEL_ID, Reply, count_prompt_tokens
+from .model import MODEL_ID, Path, Reply
 
 FINGERPRINT = "fp_simulated"
 # Streamed tool-call arguments arrive in pieces of this many characters.
@@ -22,10 +22,10 @@ RAW_FINISH = "stop_163586"
 
 
 def usage_of(
-    request: dict[str, Any], reply: Reply, choices: int, defects: Defects
+    request: dict[str, Any], reply: Reply, choices: int, defects: Defects, path: Path
 ) -> dict[str, int]:
-    """Usage: the toy tokens of the prompt, and of every choice's answer."""
-    prompt = count_prompt_tokens(request)
+    """Usage: the prompt's tokens, and every choice's answer's."""
+    prompt = path.prompt_tokens(request)
     completion = reply.completion_tokens * choices
     total = prompt + completion + (1 if "usage-total-wrong" in defects else 0)
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": total}
@@ -70,7 +70,7 @@ def logprobs_of(
 
 
 def completion_body(
-    request: dict[str, Any], reply: Reply, number: int, defects: Defects
+    request: dict[str, Any], reply: Reply, number: int, defects: Defects, path: Path
 ) -> dict[str, Any]:
     """The chat.completion object."""
     message: dict[str, Any] = {"role": "assistant", "content": reply.content}
@@ -95,12 +95,12 @@ def completion_body(
             }
             for index in range(count)
         ],
-        "usage": usage_of(request, reply, count, defects),
+        "usage": usage_of(request, reply, count, defects, path),
     }
 
 
 def stream_events(
-    request: dict[str, Any], reply: Reply, number: int, defects: Defects
+    request: dict[str, Any], reply: Reply, number: int, defects: Defects, path: Path
 ) -> list[bytes]:
     """The SSE events of a streamed answer, [DONE] included (unless a defect drops it)."""
     base = {
@@ -148,7 +148,9 @@ def stream_events(
         chunk(index, {}, finish_of(reply, defects))
     options = request.get("stream_options") or {}
     if options.get("include_usage") and "stream-no-usage" not in defects:
-        chunks.append({**base, "choices": [], "usage": usage_of(request, reply, count, defects)})
+        chunks.append(
+            {**base, "choices": [], "usage": usage_of(request, reply, count, defects, path)}
+        )
     events = [b"data: " + json.dumps(c).encode("utf-8") + b"\n\n" for c in chunks]
     if "stream-no-done" not in defects:
         events.append(b"data: [DONE]\n\n")

@@ -148,6 +148,53 @@ CATALOGUE: dict[str, DefectSpec] = {
             "drops the last token's entry from logprobs, so tokens no longer join to the content",
         ),
         DefectSpec(
+            "template-drops-system",
+            "chat_template",
+            "drops system messages before rendering the prompt (needs --profile)",
+        ),
+        DefectSpec(
+            "template-special-token-injection",
+            "chat_template",
+            "parses special-token text in user content as the special token (needs --profile)",
+        ),
+        DefectSpec(
+            "template-double-bos",
+            "chat_template",
+            "puts a second BOS token before the rendered prompt (needs --profile)",
+        ),
+        DefectSpec(
+            "template-tools-rendered-differently",
+            "chat_template",
+            "renders tool declarations without their descriptions (needs --profile)",
+        ),
+        DefectSpec(
+            "prompt-tokens-skew",
+            "chat_template",
+            "reports usage.prompt_tokens off by a constant",
+            param="+N",
+            default="+3",
+        ),
+        DefectSpec(
+            "tokenizer-nfkc-normalises-input",
+            "tokenizer",
+            "NFKC-normalises user text before tokenizing (needs --profile)",
+        ),
+        DefectSpec(
+            "tokenizer-old-vocab",
+            "tokenizer",
+            "tokenizes with an older vocabulary, without the newest merges (tiktoken profile)",
+        ),
+        DefectSpec(
+            "tokenize-endpoint-disagrees",
+            "tokenizer",
+            "its /tokenize leaves out the generation prompt that generation adds (needs --profile)",
+        ),
+        DefectSpec(
+            "max-tokens-not-honoured",
+            "tokenizer",
+            "generates one token more than max_tokens",
+        ),
+        DefectSpec(
             "http-500-every-3rd",
             "transport",
             "answers every 3rd chat request with HTTP 500",

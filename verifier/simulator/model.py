@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from typing import Any
+from typing import Any, Protocol
 
 from .conform import MISSING, conform
 from .defects import Defects
@@ -89,6 +89,8 @@ class Reply:
     tool_calls: list[ToolCall] = dataclasses.field(default_factory=list)
     # Only for the defect that makes streamed arguments differ from non-stream ones.
     stream_tool_calls: list[ToolCall] | None = None
+    # The completion tokens the answer costs; None: count the toy tokens.
+    counted: int | None = None
 
     @property
     def content(self) -> str | None:
@@ -99,9 +101,40 @@ class Reply:
 
     @property
     def completion_tokens(self) -> int:
-        """Toy tokens of the content and of each call's name and arguments."""
+        """The tokens counted for the answer (toy tokens of content and calls by default)."""
+        if self.counted is not None:
+            return self.counted
         calls = sum(len(tokenize(c.name + c.arguments)) for c in self.tool_calls)
         return len(self.tokens) + calls
+
+
+class ToyPath:
+    """Counting without a profile: the toy template and toy tokens."""
+
+    def __init__(self, defects: Defects) -> None:
+        self.defects = defects
+
+    def prompt_tokens(self, request: dict[str, Any]) -> int:
+        """Prompt tokens under the toy template."""
+        return count_prompt_tokens(request)
+
+    def completion(self, text: str, limit: int | None) -> tuple[str, int, bool]:
+        """The answer cut to `limit` toy tokens: (text, completion tokens, cut)."""
+        tokens = tokenize(text)
+        if limit is None or len(tokens) <= limit:
+            return text, len(tokens), False
+        keep = limit + 1 if "max-tokens-not-honoured" in self.defects else limit
+        return "".join(tokens[:keep]), keep, True
+
+
+class Path(Protocol):
+    """How the vendor counts: the toy path, or a profile's (simulator/prompt.py)."""
+
+    def prompt_tokens(self, request: dict[str, Any]) -> int:
+        """usage.prompt_tokens of a request."""
+
+    def completion(self, text: str, limit: int | None) -> tuple[str, int, bool]:
+        """The answer cut to `limit` tokens: (text, completion tokens, cut)."""
 
 
 def _plain_reply(request: dict[str, Any]) -> str:
@@ -264,8 +297,11 @@ def _apply_stop(text: str, stop: Any, defects: Defects) -> str:
     return text[: min(positions)] if positions else text
 
 
-def respond(request: dict[str, Any], defects: Defects, number: int = 0) -> Reply:
+def respond(
+    request: dict[str, Any], defects: Defects, number: int = 0, path: Path | None = None
+) -> Reply:
     """The model's reply to a (valid) chat-completions request (`number` orders the requests)."""
+    path = path or ToyPath(defects)
     calls, streamed = tool_calls_for(request, defects, number)
     if calls:
         tokens = tokenize(kimi_markup(calls)) if "tool-markers-in-content" in defects else []
@@ -275,10 +311,12 @@ def respond(request: dict[str, Any], defects: Defects, number: int = 0) -> Reply
     if text is None:
         text = _plain_reply(request)
     text = _apply_stop(text, request.get("stop"), defects)
-    tokens = tokenize(text)
-    limit = max_tokens_of(request)
-    if limit is not None and len(tokens) > limit:
-        structured = isinstance(request.get("response_format"), dict)
-        wrong = structured and "truncated-json-finish-stop" in defects
-        return Reply(tokens[:limit], "stop" if wrong else "length")
-    return Reply(tokens, "stop")
+    text, counted, cut = path.completion(text, max_tokens_of(request))
+    finish = "length" if cut else "stop"
+    if (
+        cut
+        and isinstance(request.get("response_format"), dict)
+        and "truncated-json-finish-stop" in defects
+    ):
+        finish = "stop"
+    return Reply(tokenize(text), finish, counted=counted)

@@ -15,9 +15,12 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from ..reference.profiles import Profile
+from ..reference.tokenizer import encode_all_special
 from .answers import completion_body, stream_events
 from .defects import Defects
-from .model import MODEL_ID, respond
+from .model import MODEL_ID, Path, ToyPath, respond
+from .prompt import PromptPath
 from .validation import Rejection, request_problem
 
 
@@ -36,6 +39,11 @@ class SimulatorServer(ThreadingHTTPServer):
         defects: the defects and faults switched on.
         latency: seconds to wait before answering each chat request.
         api_key: when set, requests must carry ``Authorization: Bearer <api_key>``.
+        profile: a reference profile: prompts are rendered and counted with its template
+            and tokenizer, and the tokenizer endpoints answer.
+        tokenizer_api: which tokenizer endpoints a profiled vendor offers: ``vllm``
+            (/tokenize with messages, return_token_ids), ``llamacpp`` (/apply-template,
+            /tokenize with content, /detokenize, /props) or ``none``.
     """
 
     daemon_threads = True
@@ -49,11 +57,16 @@ class SimulatorServer(ThreadingHTTPServer):
         defects: Defects,
         latency: float = 0.0,
         api_key: str | None = None,
+        profile: Profile | None = None,
+        tokenizer_api: str = "vllm",
     ) -> None:
+        self.path_model: Path = PromptPath(profile, defects) if profile else ToyPath(defects)
         super().__init__(address, Handler)
         self.defects = defects
         self.latency = latency
         self.api_key = api_key
+        self.profile = profile
+        self.tokenizer_api = tokenizer_api if profile else "none"
         self._counter = itertools.count(1)
         self._lock = threading.Lock()
 
@@ -127,6 +140,10 @@ class Handler(BaseHTTPRequestHandler):
             return
         if not self._authorized():
             return
+        if self.path.rstrip("/") == "/props" and self.server.tokenizer_api == "llamacpp":
+            assert self.server.profile is not None
+            self._send_json(200, {"chat_template": self.server.profile.template.source})
+            return
         if self.path.rstrip("/") == "/v1/models":
             self._send_json(
                 200,
@@ -145,7 +162,11 @@ class Handler(BaseHTTPRequestHandler):
         raw = self._read_body()
         if not self._authorized():
             return
-        if self.path.rstrip("/") != "/v1/chat/completions":
+        route = self.path.rstrip("/")
+        if route in ("/tokenize", "/detokenize", "/apply-template"):
+            self._tokenizer_endpoint(route, raw)
+            return
+        if route != "/v1/chat/completions":
             self._send_json(404, error_body(f"no route POST {self.path}", code="not_found"))
             return
         request: Any = None
@@ -169,11 +190,64 @@ class Handler(BaseHTTPRequestHandler):
             return
         if self.server.latency:
             time.sleep(self.server.latency)
-        reply = respond(request, self.server.defects, number)
+        path = self.server.path_model
+        reply = respond(request, self.server.defects, number, path)
         if request.get("stream"):
-            self._stream(stream_events(request, reply, number, self.server.defects))
-        else:
-            self._send_json(200, completion_body(request, reply, number, self.server.defects))
+            self._stream(stream_events(request, reply, number, self.server.defects, path))
+            return
+        body = completion_body(request, reply, number, self.server.defects, path)
+        if request.get("return_token_ids") and self.server.tokenizer_api == "vllm":
+            assert isinstance(path, PromptPath)
+            body["prompt_token_ids"] = path.prompt_ids(request)
+        self._send_json(200, body)
+
+    def _tokenizer_endpoint(self, route: str, raw: bytes) -> None:
+        """/tokenize, /detokenize and /apply-template, in the style the vendor offers."""
+        api, path = self.server.tokenizer_api, self.server.path_model
+        if api == "none" or not isinstance(path, PromptPath):
+            self._send_json(404, error_body(f"no route POST {route}", code="not_found"))
+            return
+        try:
+            body = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            self._send_json(400, error_body("the request body is not valid JSON"))
+            return
+        if not isinstance(body, dict):
+            self._send_json(400, error_body("the request body must be a JSON object"))
+            return
+        if route == "/detokenize":
+            tokens = body.get("tokens")
+            if not isinstance(tokens, list) or not all(isinstance(t, int) for t in tokens):
+                self._send_json(400, error_body("tokens must be an array of integers"))
+                return
+            try:
+                text = path.tokenizer.decode(tokens)
+            except (KeyError, ValueError):
+                self._send_json(400, error_body("tokens holds an id the vocabulary does not have"))
+                return
+            self._send_json(200, {"content": text} if api == "llamacpp" else {"prompt": text})
+            return
+        if route == "/apply-template" and api == "llamacpp":
+            self._send_json(200, {"prompt": path.render(body)})
+            return
+        if route == "/tokenize" and api == "vllm" and isinstance(body.get("messages"), list):
+            generation = body.get("add_generation_prompt", True)
+            if "tokenize-endpoint-disagrees" in self.server.defects:
+                generation = False
+            ids = path.prompt_ids(body, add_generation_prompt=generation)
+            self._send_json(200, {"count": len(ids), "tokens": ids, "max_model_len": 8192})
+            return
+        if route == "/tokenize" and isinstance(body.get("content", body.get("prompt")), str):
+            text = body.get("content", body.get("prompt"))
+            special = body.get("parse_special", True)
+            ids = (
+                encode_all_special(path.tokenizer, text)
+                if special
+                else path.tokenizer.encode_ordinary(text)
+            )
+            self._send_json(200, {"tokens": ids})
+            return
+        self._send_json(400, error_body(f"{route}: missing or unsupported fields"))
 
     def _reject(self, rejection: Rejection) -> None:
         defects = self.server.defects

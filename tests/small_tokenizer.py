@@ -1,0 +1,55 @@
+"""A small tokenizer trained inside the tests, with a chat template of our own: a second reference.
+
+Byte-level BPE trained with the `tokenizers` library on the project's own case files (so the
+result is the same on every machine), saved as tokenizer.json beside a tokenizer_config.json
+that names the BOS token and the template.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+SPECIALS = ["<s>", "</s>", "<|system|>", "<|user|>", "<|assistant|>", "<|tool|>", "<|end|>"]
+TEMPLATE = (
+    "{{ bos_token }}"
+    "{% for m in messages %}"
+    "<|{{ m['role'] }}|>"
+    "{% if m['content'] is string %}{{ m['content'] }}"
+    "{% elif m['content'] %}{% for part in m['content'] %}{{ part['text'] }}{% endfor %}{% endif %}"
+    "{% for call in m.get('tool_calls') or [] %}[call {{ call['function']['name'] }} "
+    "{{ call['function']['arguments'] }}]{% endfor %}"
+    "<|end|>\n"
+    "{% endfor %}"
+    "{% if tools %}<|system|>tools: {{ tools | tojson }}<|end|>\n{% endif %}"
+    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+)
+
+
+def training_text(repo: Path) -> list[str]:
+    """Lines of the case files: varied English, code, JSON and other scripts."""
+    lines = []
+    for path in sorted((repo / "cases").rglob("*.jsonl")):
+        lines += path.read_text(encoding="utf-8").splitlines()
+    return lines
+
+
+def build(folder: Path, repo: Path) -> Path:
+    """Train the tokenizer and write the profile folder; returns it."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=2000,
+        special_tokens=SPECIALS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tokenizer.train_from_iterator(training_text(repo), trainer)
+    folder.mkdir(parents=True, exist_ok=True)
+    tokenizer.save(str(folder / "tokenizer.json"))
+    config = {"bos_token": "<s>", "eos_token": "</s>", "chat_template": TEMPLATE}
+    (folder / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    return folder

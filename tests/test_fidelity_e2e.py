@@ -1,0 +1,134 @@
+"""Chat-template fidelity and tokenizer parity end to end on the simulated vendor with a profile."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import VerifierRun
+from verifier import resources
+from verifier.cases import load_corpus
+
+pytestmark = pytest.mark.slow
+
+Run = Callable[..., VerifierRun]
+Start = Callable[..., str]
+KIMI = f"kimi-k2:{Path(__file__).parent / 'data' / 'kimi-k2'}"
+TEMPLATE_CASES = len(load_corpus(["chat_template"]).cases)
+TOKENIZER = load_corpus(["tokenizer"]).cases
+ROUND_TRIPS = sum(c.data.get("check") == "detokenize" for c in TOKENIZER)
+
+DEFECTS = {
+    "template-drops-system": ("chat_template", "system_dropped"),
+    "template-special-token-injection": ("chat_template", "special_token_injection"),
+    "template-double-bos": ("tokenizer", "double_bos"),
+    "template-tools-rendered-differently": ("chat_template", "tools_rendered_differently"),
+    "prompt-tokens-skew:+3": ("chat_template", "prompt_tokens_skew"),
+    "tokenizer-nfkc-normalises-input": ("tokenizer", "input_normalised"),
+    "tokenizer-old-vocab": ("tokenizer", "token_ids_mismatch"),
+    "tokenize-endpoint-disagrees": ("tokenizer", "tokenize_endpoint_disagrees"),
+    "max-tokens-not-honoured": ("tokenizer", "max_tokens_not_honoured"),
+}
+
+
+def fidelity_run(run_verifier: Run, url: str, profile: str | None, *args: str) -> VerifierRun:
+    extra = ("--profile", profile) if profile else ()
+    run = run_verifier(url, "--families", "chat_template,tokenizer", *extra, *args)
+    errors = list(resources.validator("scorecard").iter_errors(run.scorecard))
+    assert errors == [], errors
+    return run
+
+
+@pytest.mark.parametrize("api", ["vllm", "llamacpp", "none"])
+def test_clean_vendor_agrees_token_for_token(simulator: Start, run_verifier: Run, api: str) -> None:
+    run = fidelity_run(run_verifier, simulator("--profile", KIMI, "--tokenizer-api", api), KIMI)
+    assert run.returncode == 0, run.stdout[-3000:]
+    template, tokenizer = run.family("chat_template"), run.family("tokenizer")
+    assert template["counts"] == {"pass": TEMPLATE_CASES, "fail": 0, "error": 0, "unsupported": 0}
+    assert template["metrics"]["constant_offset"] == 0
+    unsupported = ROUND_TRIPS if api == "none" else 0
+    assert tokenizer["counts"] == {
+        "pass": len(TOKENIZER) - unsupported,
+        "fail": 0,
+        "error": 0,
+        "unsupported": unsupported,
+    }
+    method = {
+        "vllm": "tokenize_messages",
+        "llamacpp": "apply_template_tokenize",
+        "none": "prompt_tokens",
+    }[api]
+    assert set(tokenizer["metrics"]["methods"]) == {method}
+    assert run.scorecard["profile"]["name"] == "kimi-k2"
+    assert run.scorecard["endpoint"]["tokenizer_endpoints"]["method"] == method
+
+
+def test_clean_vendor_with_the_small_trained_tokenizer(
+    simulator: Start, run_verifier: Run, small_profile_dir: Path
+) -> None:
+    url = simulator("--profile", str(small_profile_dir))
+    run = fidelity_run(run_verifier, url, str(small_profile_dir))
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert run.family("chat_template")["counts"]["fail"] == 0
+    assert run.family("tokenizer")["counts"]["fail"] == 0
+
+
+@pytest.mark.parametrize(("defect", "expected"), sorted(DEFECTS.items()))
+def test_each_defect_is_caught_with_its_code(
+    simulator: Start, run_verifier: Run, defect: str, expected: tuple[str, str]
+) -> None:
+    family, code = expected
+    run = fidelity_run(run_verifier, simulator("--profile", KIMI, "--defect", defect), KIMI)
+    assert run.returncode == 1
+    assert code in run.family(family)["codes"], run.family(family)["codes"]
+    for name in ("chat_template", "tokenizer"):
+        assert run.family(name)["counts"]["error"] == 0
+    if defect.startswith("prompt-tokens-skew"):
+        assert run.family("chat_template")["metrics"]["constant_offset"] == 3
+
+
+def test_the_same_defects_show_in_both_families(simulator: Start, run_verifier: Run) -> None:
+    run = fidelity_run(
+        run_verifier,
+        simulator("--profile", KIMI, "--defect", "template-special-token-injection"),
+        KIMI,
+    )
+    assert "special_token_injection" in run.family("tokenizer")["codes"]
+    double = fidelity_run(
+        run_verifier, simulator("--profile", KIMI, "--defect", "template-double-bos"), KIMI
+    )
+    assert "double_bos" in double.family("chat_template")["codes"]
+    assert double.family("chat_template")["metrics"]["constant_offset"] == 1
+
+
+def test_without_a_profile_nothing_passes_that_needs_one(
+    simulator: Start, run_verifier: Run
+) -> None:
+    run = fidelity_run(run_verifier, simulator(), None, "-rs")
+    template = run.family("chat_template")
+    assert (
+        template["counts"]["unsupported"] == TEMPLATE_CASES and template["verdict"] == "unsupported"
+    )
+    tokenizer = run.family("tokenizer")
+    max_tokens = sum(c.data.get("check") == "max_tokens" for c in TOKENIZER)
+    assert tokenizer["counts"]["unsupported"] == len(TOKENIZER) - max_tokens
+    assert tokenizer["counts"]["pass"] == max_tokens
+    assert "unsupported: needs a reference profile (--profile)" in run.stdout
+
+
+@pytest.mark.parametrize(
+    ("profile", "message"),
+    [
+        ("/no/such/folder", "ERROR: --profile: '/no/such/folder' is not a folder"),
+        ("kimi-k2:/no/such/folder", "ERROR: --profile: '/no/such/folder' is not a folder"),
+    ],
+)
+def test_bad_profile_is_one_line(
+    simulator: Start, run_verifier: Run, profile: str, message: str
+) -> None:
+    run = run_verifier(simulator(), "--profile", profile)
+    assert run.returncode == 4
+    lines = [line for line in run.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(message), run.stderr

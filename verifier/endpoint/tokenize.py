@@ -1,0 +1,204 @@
+"""The tokenizer endpoints servers add beside the OpenAI API, and how to ask each for token ids.
+
+The ladder, best first:
+
+1. ``POST /tokenize`` with ``messages`` (vLLM, SGLang): the ids of the whole chat prompt;
+2. a chat completion with ``return_token_ids`` (vLLM): ``prompt_token_ids`` of the very
+   request that generated;
+3. ``POST /apply-template`` then ``POST /tokenize`` with the prompt text (llama.cpp);
+4. nothing: only ``usage.prompt_tokens``, compared by differences.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .client import EndpointClient
+from .response import ChatResult
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TokenizerEndpoints:
+    """Which tokenizer endpoints the server answers.
+
+    Args:
+        tokenize: ``messages`` (chat prompt ids), ``content`` (text ids only), or None.
+        apply_template: POST /apply-template renders a conversation.
+        detokenize: POST /detokenize turns ids into text.
+        return_token_ids: a chat completion returns ``prompt_token_ids`` when asked.
+        server_template_sha256: sha256 of the chat template the server reports (GET /props).
+    """
+
+    tokenize: str | None = None
+    apply_template: bool = False
+    detokenize: bool = False
+    return_token_ids: bool = False
+    server_template_sha256: str | None = None
+
+    @property
+    def method(self) -> str:
+        """The best rung of the ladder this server allows."""
+        if self.tokenize == "messages":
+            return "tokenize_messages"
+        if self.return_token_ids:
+            return "return_token_ids"
+        if self.apply_template and self.tokenize == "content":
+            return "apply_template_tokenize"
+        return "prompt_tokens"
+
+    def to_dict(self) -> dict[str, Any]:
+        """As plain JSON data."""
+        return {**dataclasses.asdict(self), "method": self.method}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TokenizerEndpoints:
+        """The inverse of :meth:`to_dict`."""
+        return cls(**{f.name: data.get(f.name) for f in dataclasses.fields(cls)})
+
+
+def _ids(result: ChatResult) -> list[int] | None:
+    body = result.body
+    if not result.ok or not isinstance(body, dict):
+        return None
+    tokens = body.get("tokens")
+    if isinstance(tokens, list) and all(isinstance(t, int) for t in tokens):
+        return tokens
+    if isinstance(tokens, list) and all(
+        isinstance(t, dict) and isinstance(t.get("id"), int) for t in tokens
+    ):
+        return [t["id"] for t in tokens]
+    return None
+
+
+def tokenize_messages(
+    client: EndpointClient,
+    model: str,
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    label: str = "",
+) -> list[int] | None:
+    """Chat prompt ids from ``POST /tokenize`` with messages, or None when not answered."""
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": list(messages),
+        "add_generation_prompt": True,
+    }
+    if tools:
+        body["tools"] = list(tools)
+    return _ids(client.post_json(f"{client.root_url}/tokenize", body, label=label))
+
+
+def tokenize_text(
+    client: EndpointClient, text: str, *, parse_special: bool, label: str = ""
+) -> list[int] | None:
+    """Ids of raw text from ``POST /tokenize`` with content (llama.cpp), or None."""
+    body = {"content": text, "add_special": False, "parse_special": parse_special}
+    return _ids(client.post_json(f"{client.root_url}/tokenize", body, label=label))
+
+
+def apply_template(
+    client: EndpointClient,
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    label: str = "",
+) -> str | None:
+    """The prompt text the server renders (``POST /apply-template``), or None."""
+    body: dict[str, Any] = {"messages": list(messages)}
+    if tools:
+        body["tools"] = list(tools)
+    result = client.post_json(f"{client.root_url}/apply-template", body, label=label)
+    if result.ok and isinstance(result.body, dict) and isinstance(result.body.get("prompt"), str):
+        return str(result.body["prompt"])
+    return None
+
+
+def detokenize(client: EndpointClient, ids: Sequence[int], *, label: str = "") -> str | None:
+    """Text of ids from ``POST /detokenize`` (llama.cpp ``content``, vLLM ``prompt``), or None."""
+    result = client.post_json(f"{client.root_url}/detokenize", {"tokens": list(ids)}, label=label)
+    if result.ok and isinstance(result.body, dict):
+        for key in ("content", "prompt", "text"):
+            if isinstance(result.body.get(key), str):
+                return str(result.body[key])
+    return None
+
+
+def probe_tokenizer_endpoints(client: EndpointClient, model: str) -> TokenizerEndpoints:
+    """Find which rungs of the ladder the server offers (a few small requests)."""
+    hello = [{"role": "user", "content": "Hello"}]
+    by_messages = tokenize_messages(client, model, hello, label="probe/tokenize-messages")
+    by_content = tokenize_text(client, "Hello", parse_special=False, label="probe/tokenize-content")
+    rendered = apply_template(client, hello, label="probe/apply-template")
+    back = detokenize(client, by_content or by_messages or [0], label="probe/detokenize")
+    with_ids = client.chat(
+        {
+            "model": model,
+            "messages": hello,
+            "max_tokens": 1,
+            "temperature": 0,
+            "return_token_ids": True,
+        },
+        label="probe/return-token-ids",
+    )
+    returns_ids = (
+        with_ids.ok
+        and isinstance(with_ids.body, dict)
+        and isinstance(with_ids.body.get("prompt_token_ids"), list)
+    )
+    props = client.get(f"{client.root_url}/props", label="probe/props")
+    template = (
+        props.body.get("chat_template") if props.ok and isinstance(props.body, dict) else None
+    )
+    # A server that ignores "messages" and tokenizes an empty content answers no ids.
+    messages_ok = bool(by_messages) and by_messages != by_content
+    return TokenizerEndpoints(
+        tokenize="messages" if messages_ok else ("content" if by_content else None),
+        apply_template=rendered is not None,
+        detokenize=back is not None,
+        return_token_ids=returns_ids,
+        server_template_sha256=hashlib.sha256(template.encode()).hexdigest()
+        if isinstance(template, str)
+        else None,
+    )
+
+
+def prompt_token_ids(
+    client: EndpointClient,
+    model: str,
+    endpoints: TokenizerEndpoints,
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    label: str = "",
+) -> tuple[list[int] | None, str]:
+    """The server's ids of a chat prompt by the best rung available, and the rung used."""
+    method = endpoints.method
+    if method == "tokenize_messages":
+        return tokenize_messages(client, model, messages, tools=tools, label=label), method
+    if method == "return_token_ids":
+        body: dict[str, Any] = {
+            "model": model,
+            "messages": list(messages),
+            "max_tokens": 1,
+            "temperature": 0,
+            "return_token_ids": True,
+        }
+        if tools:
+            body["tools"] = list(tools)
+        result = client.chat(body, label=label)
+        ids = (
+            result.body.get("prompt_token_ids")
+            if result.ok and isinstance(result.body, dict)
+            else None
+        )
+        return (ids if isinstance(ids, list) else None), method
+    if method == "apply_template_tokenize":
+        prompt = apply_template(client, messages, tools=tools, label=f"{label}/apply-template")
+        if prompt is None:
+            return None, method
+        return tokenize_text(client, prompt, parse_special=True, label=f"{label}/tokenize"), method
+    return None, method

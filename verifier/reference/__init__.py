@@ -1,0 +1,1 @@
+"""What a correct endpoint would do, computed locally: tokenizers, chat templates, profiles."""

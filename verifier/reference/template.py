@@ -1,0 +1,211 @@
+"""Chat-template rendering with Hugging Face ``apply_chat_template`` semantics, sandboxed.
+
+The template runs in jinja2's sandbox: it can read the conversation and call
+the helpers chat templates use (``raise_exception``, ``tojson``,
+``strftime_now``), but it cannot read files, import modules or reach Python
+internals. Unlike Hugging Face's immutable sandbox it may append to lists it
+builds, as llama.cpp's engine allows (the Kimi K2 template queues tool-call ids
+that way); it renders a deep copy of the conversation, so nothing the caller
+holds changes. Whitespace follows Hugging Face (``trim_blocks`` and
+``lstrip_blocks``), and ``tojson`` keeps non-ASCII characters.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import datetime
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import jinja2
+from jinja2.sandbox import SandboxedEnvironment
+
+from ..errors import ConfigError
+from .tokenizer import special_pattern
+
+_MARKER = re.compile("\ue000(\\d+)\ue001")
+
+
+class TemplateError(ConfigError):
+    """The chat template does not render (a syntax error, or raise_exception was called)."""
+
+
+def _raise_exception(message: str) -> None:
+    raise jinja2.exceptions.TemplateError(message)
+
+
+def _tojson(
+    value: Any,
+    ensure_ascii: bool = False,
+    indent: int | None = None,
+    separators: Any = None,
+    sort_keys: bool = False,
+) -> str:
+    return json.dumps(
+        value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys
+    )
+
+
+def _strftime_now(format: str) -> str:  # noqa: A002 - the name templates use
+    return datetime.datetime.now().strftime(format)
+
+
+@dataclasses.dataclass(frozen=True)
+class Rendered:
+    """A rendered prompt, and where in it stand conversation strings that spell protected text.
+
+    ``spans`` are (start, end) offsets of user-written strings that contain a protected
+    string (a special token's text): those must be tokenized as ordinary text.
+    """
+
+    text: str
+    spans: tuple[tuple[int, int], ...] = ()
+
+
+def _mark(messages: list[dict[str, Any]], pattern: re.Pattern[str]) -> list[str]:
+    """Replace, in place, conversation strings that match `pattern` by numbered markers."""
+    originals: list[str] = []
+
+    def marked(value: Any) -> Any:
+        if isinstance(value, str) and pattern.search(value):
+            originals.append(value)
+            return f"\ue000{len(originals) - 1}\ue001"
+        return value
+
+    for message in messages:
+        if "content" in message:
+            message["content"] = marked(message["content"])
+        if isinstance(message.get("content"), list):
+            for part in message["content"]:
+                if isinstance(part, dict) and "text" in part:
+                    part["text"] = marked(part["text"])
+        if "reasoning_content" in message:
+            message["reasoning_content"] = marked(message["reasoning_content"])
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") if isinstance(call, dict) else None
+            if isinstance(function, dict) and "arguments" in function:
+                function["arguments"] = marked(function["arguments"])
+    return originals
+
+
+def _restore(text: str, originals: Sequence[str]) -> Rendered | None:
+    """Put the originals back where their markers stand; None unless each stands exactly once."""
+    matches = list(_MARKER.finditer(text))
+    if sorted(int(m.group(1)) for m in matches) != list(range(len(originals))):
+        return None
+    pieces: list[str] = []
+    spans = []
+    cursor = length = 0
+    for match in matches:
+        piece = text[cursor : match.start()]
+        original = originals[int(match.group(1))]
+        pieces += [piece, original]
+        length += len(piece)
+        spans.append((length, length + len(original)))
+        length += len(original)
+        cursor = match.end()
+    pieces.append(text[cursor:])
+    return Rendered("".join(pieces), tuple(spans))
+
+
+def _search_spans(text: str, strings: Sequence[str]) -> tuple[tuple[int, int], ...]:
+    """Where `strings` stand in `text`, each searched after the previous one (a fallback)."""
+    spans = []
+    position = 0
+    for value in strings:
+        start = text.find(value, position)
+        if start >= 0:
+            spans.append((start, start + len(value)))
+            position = start + len(value)
+    return tuple(sorted(spans))
+
+
+class ChatTemplate:
+    """A jinja chat template and the special-token strings it may refer to.
+
+    Args:
+        source: the template text.
+        variables: the values Hugging Face passes besides the conversation
+            (``bos_token``, ``eos_token``, ...).
+
+    Raises:
+        TemplateError: the template does not parse.
+    """
+
+    def __init__(self, source: str, variables: Mapping[str, Any] | None = None) -> None:
+        self.source = source
+        self.variables = dict(variables or {})
+        environment = SandboxedEnvironment(
+            trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"]
+        )
+        environment.filters["tojson"] = _tojson
+        environment.globals["raise_exception"] = _raise_exception
+        environment.globals["strftime_now"] = _strftime_now
+        try:
+            self._template = environment.from_string(source)
+        except jinja2.exceptions.TemplateSyntaxError as exc:
+            raise TemplateError(
+                f"the chat template does not parse: line {exc.lineno}: {exc.message}"
+            ) from None
+
+    def render(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        add_generation_prompt: bool = True,
+        protect: Sequence[str] = (),
+        **kwargs: Any,
+    ) -> Rendered:
+        """Render a conversation as the model sees it.
+
+        Args:
+            messages: the conversation.
+            tools: the tool declarations.
+            add_generation_prompt: end with the assistant header.
+            protect: strings (special tokens' text) whose occurrences in conversation
+                strings must be found: such strings are rendered through numbered
+                markers, so the result's spans say exactly where user text stands.
+            kwargs: further template variables.
+
+        Raises:
+            TemplateError: the template raised, or failed on this conversation.
+        """
+        conversation = copy.deepcopy([dict(m) for m in messages])
+        originals: list[str] = []
+        if protect:
+            originals = _mark(conversation, special_pattern(tuple(protect)))
+        text = self._render(conversation, tools, add_generation_prompt, kwargs)
+        if not originals:
+            return Rendered(text)
+        restored = _restore(text, originals)
+        if restored is not None:
+            return restored
+        # The template transformed a marked string: render plainly, place spans by search.
+        plain = copy.deepcopy([dict(m) for m in messages])
+        text = self._render(plain, tools, add_generation_prompt, kwargs)
+        return Rendered(text, _search_spans(text, originals))
+
+    def _render(
+        self,
+        messages: list[dict[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None,
+        add_generation_prompt: bool,
+        kwargs: Mapping[str, Any],
+    ) -> str:
+        context = {
+            **self.variables,
+            **kwargs,
+            "messages": messages,
+            "tools": copy.deepcopy([dict(t) for t in tools]) if tools else None,
+            "add_generation_prompt": add_generation_prompt,
+        }
+        try:
+            return str(self._template.render(**context))
+        except jinja2.exceptions.TemplateError as exc:
+            raise TemplateError(f"the chat template failed: {exc}") from None
+        except (TypeError, KeyError, AttributeError, IndexError, ValueError) as exc:
+            raise TemplateError(f"the chat template failed: {type(exc).__name__}: {exc}") from None

@@ -1,0 +1,136 @@
+"""The simulated vendor's prompt path with a real profile: render, tokenize, count.
+
+With ``verifier simulate --profile``, prompts are rendered with the profile's chat
+template and tokenized with its tokenizer, as a real server does, and the
+template and tokenizer defects of the catalogue bend that path the way real
+vendor bugs do (a dropped system prompt, special tokens parsed in user text, a
+doubled BOS, tools rendered without descriptions, a constant skew, NFKC
+normalisation, an older vocabulary).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import unicodedata
+from collections.abc import Mapping
+from typing import Any
+
+from ..reference.profiles import Profile
+from ..reference.tokenizer import TiktokenTokenizer, Tokenizer, encode_all_special, encode_prompt
+from .defects import Defects
+
+# How many of the newest merges an "older vocabulary" lacks.
+OLD_VOCAB_DROPPED = 40_000
+
+
+def _normalise(value: Any) -> Any:
+    if isinstance(value, str):
+        return unicodedata.normalize("NFKC", value)
+    if isinstance(value, list):
+        return [_normalise(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _normalise(v) if k in ("content", "text") else v for k, v in value.items()}
+    return value
+
+
+class OldVocabulary:
+    """The profile's tiktoken vocabulary without its newest merges (an outdated tokenizer)."""
+
+    def __init__(self, tokenizer: TiktokenTokenizer) -> None:
+        import tiktoken
+        from tiktoken.load import load_tiktoken_bpe
+
+        ranks = load_tiktoken_bpe(str(tokenizer.path))
+        newest = len(ranks) - OLD_VOCAB_DROPPED
+        self.name = f"old:{tokenizer.name}"
+        self.digest = "old-" + tokenizer.digest
+        self.special_tokens = tokenizer.special_tokens
+        self._encoding = tiktoken.Encoding(
+            name="verifier-old-vocab",
+            pat_str=tokenizer.pat_str,
+            mergeable_ranks={k: v for k, v in ranks.items() if v < newest},
+            special_tokens=dict(tokenizer.special_tokens),
+        )
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        """Ids of `text` with the older vocabulary."""
+        return self._encoding.encode_ordinary(text)
+
+    def decode(self, ids: list[int]) -> str:
+        """Text of `ids`."""
+        return self._encoding.decode(list(ids), errors="replace")
+
+    def vocab_size(self) -> int:
+        """Number of ids."""
+        return int(self._encoding.n_vocab)
+
+
+class PromptPath:
+    """Render and tokenize requests as the simulated vendor does, defects included."""
+
+    def __init__(self, profile: Profile, defects: Defects) -> None:
+        self.profile = profile
+        self.defects = defects
+        if "tokenizer-old-vocab" in defects and not isinstance(
+            profile.tokenizer, TiktokenTokenizer
+        ):
+            raise ValueError("tokenizer-old-vocab needs a profile with a tiktoken tokenizer")
+
+    @functools.cached_property
+    def tokenizer(self) -> Tokenizer:
+        """The tokenizer the vendor uses (an older one with tokenizer-old-vocab)."""
+        if "tokenizer-old-vocab" in self.defects:
+            assert isinstance(self.profile.tokenizer, TiktokenTokenizer)
+            return OldVocabulary(self.profile.tokenizer)
+        return self.profile.tokenizer
+
+    def conversation(self, request: Mapping[str, Any]) -> tuple[list[Any], list[Any] | None]:
+        """The messages and tools as the vendor's template sees them."""
+        messages = copy.deepcopy(list(request.get("messages", [])))
+        tools = copy.deepcopy(request.get("tools")) or None
+        if "template-drops-system" in self.defects:
+            messages = [m for m in messages if m.get("role") != "system"]
+        if "tokenizer-nfkc-normalises-input" in self.defects:
+            messages = [_normalise(m) for m in messages]
+        if tools and "template-tools-rendered-differently" in self.defects:
+            for tool in tools:
+                tool.get("function", {}).pop("description", None)
+        return messages, tools
+
+    def render(self, request: Mapping[str, Any], *, add_generation_prompt: bool = True) -> str:
+        """The prompt text."""
+        messages, tools = self.conversation(request)
+        return self.profile.render(
+            messages, tools, add_generation_prompt=add_generation_prompt
+        ).text
+
+    def prompt_ids(
+        self, request: Mapping[str, Any], *, add_generation_prompt: bool = True
+    ) -> list[int]:
+        """The prompt ids the generation path uses."""
+        messages, tools = self.conversation(request)
+        rendered = self.profile.render(messages, tools, add_generation_prompt=add_generation_prompt)
+        if "template-special-token-injection" in self.defects:
+            ids = encode_all_special(self.tokenizer, rendered.text)
+        else:
+            ids = encode_prompt(self.tokenizer, rendered.text, rendered.spans)
+        if "template-double-bos" in self.defects:
+            bos = self.profile.tokenizer.special_tokens.get(
+                str(self.profile.template.variables.get("bos_token"))
+            )
+            ids = [bos if bos is not None else 0, *ids]
+        return ids
+
+    def prompt_tokens(self, request: Mapping[str, Any]) -> int:
+        """usage.prompt_tokens as the vendor reports it."""
+        skew = self.defects.param("prompt-tokens-skew")
+        return len(self.prompt_ids(request)) + (int(skew) if skew else 0)
+
+    def completion(self, text: str, limit: int | None) -> tuple[str, int, bool]:
+        """The answer cut to `limit` tokens: (text, completion tokens, cut)."""
+        ids = self.tokenizer.encode_ordinary(text)
+        if limit is None or len(ids) <= limit:
+            return text, len(ids), False
+        keep = limit + 1 if "max-tokens-not-honoured" in self.defects else limit
+        return self.tokenizer.decode(ids[:keep]), keep, True
