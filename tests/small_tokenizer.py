@@ -26,6 +26,26 @@ TEMPLATE = (
 )
 
 
+# The model's policies, as a vendor would document them.
+POLICIES = {
+    "thinking": {
+        "on": {"chat_template_kwargs": {"thinking": True}},
+        "off": {"chat_template_kwargs": {"thinking": False}},
+    },
+    "sampling": {"temperature": {"min": 0, "max": 1}, "top_p": {"min": 0, "max": 1}},
+    "seed_supported": True,
+    "images": {
+        "rule": "kimi-k25",
+        "patch_size": 14,
+        "merge": 2,
+        "min_tokens": 4,
+        "max_tokens": 1024,
+        "extra_tokens": 2,
+        "max_side": 2048,
+    },
+}
+
+
 def training_text(repo: Path) -> list[str]:
     """Lines of the case files: varied English, code, JSON and other scripts."""
     lines = []
@@ -52,4 +72,5 @@ def build(folder: Path, repo: Path) -> Path:
     tokenizer.save(str(folder / "tokenizer.json"))
     config = {"bos_token": "<s>", "eos_token": "</s>", "chat_template": TEMPLATE}
     (folder / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    (folder / "verifier-profile.json").write_text(json.dumps(POLICIES), encoding="utf-8")
     return folder

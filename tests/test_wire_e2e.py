@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -37,13 +40,70 @@ def wire_run(run_verifier: Run, url: str, *args: str) -> VerifierRun:
     return run
 
 
+PROFILED = {"thinking", "sampling_limits"}
+NEEDS_PROFILE = sum(c.data["check"] in PROFILED for c in WIRE)
+
+
 def test_clean_vendor_passes(simulator: Start, run_verifier: Run) -> None:
     run = wire_run(run_verifier, simulator())
     family = run.family("wire")
     assert run.returncode == 0, run.stdout[-3000:]
-    assert family["counts"] == {"pass": len(WIRE), "fail": 0, "error": 0, "unsupported": 0}
+    assert family["counts"] == {
+        "pass": len(WIRE) - NEEDS_PROFILE,
+        "fail": 0,
+        "error": 0,
+        "unsupported": NEEDS_PROFILE,
+    }
     checks = family["metrics"]["checks"]
     assert set(checks) == {c.data["check"] for c in WIRE}
+
+
+def test_clean_vendor_passes_every_profile_policy(
+    simulator: Start, run_verifier: Run, small_profile_dir: Path
+) -> None:
+    profile = str(small_profile_dir)
+    run = wire_run(run_verifier, simulator("--profile", profile), "--profile", profile)
+    assert run.family("wire")["counts"] == {
+        "pass": len(WIRE),
+        "fail": 0,
+        "error": 0,
+        "unsupported": 0,
+    }
+
+
+@pytest.mark.parametrize(
+    ("defect", "code"),
+    [
+        ("thinking-ignored", "thinking_not_honoured"),
+        ("sampling-limits-ignored", "sampling_limit_not_enforced"),
+        ("completion-tokens-inflated", "completion_tokens_mismatch"),
+        ("seed-ignored", "seed_not_reproducible"),
+    ],
+)
+def test_profile_policy_defects(
+    simulator: Start, run_verifier: Run, small_profile_dir: Path, defect: str, code: str
+) -> None:
+    profile = str(small_profile_dir)
+    run = wire_run(
+        run_verifier, simulator("--profile", profile, "--defect", defect), "--profile", profile
+    )
+    # Inflated completion tokens also exceed max_tokens: that report is right too.
+    also = {"max_tokens_not_honoured"} if defect == "completion-tokens-inflated" else set()
+    assert code in run.family("wire")["codes"]
+    assert set(run.family("wire")["codes"]) <= {code} | also
+
+
+def test_seed_differences_are_reported_not_failed_without_seed_support(
+    simulator: Start, run_verifier: Run, small_profile_dir: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "no-seed"
+    shutil.copytree(small_profile_dir, folder)
+    policies = json.loads((folder / "verifier-profile.json").read_text())
+    (folder / "verifier-profile.json").write_text(json.dumps({**policies, "seed_supported": False}))
+    url = simulator("--profile", str(small_profile_dir), "--defect", "seed-ignored")
+    run = wire_run(run_verifier, url, "--profile", str(folder), "-k", "seed")
+    family = run.family("wire")
+    assert family["counts"]["fail"] == 0 and family["counts"]["unsupported"] == 3
 
 
 @pytest.mark.parametrize(("defect", "code"), sorted(DEFECT_CODES.items()))
@@ -59,11 +119,14 @@ def test_each_defect_is_caught_with_its_code(
 
 def test_shapes_are_checked_on_every_family(simulator: Start, run_verifier: Run) -> None:
     """A raw finish_reason shows in every family's shape metrics, failing only the wire family."""
-    clean = run_verifier(simulator(), "--repeats", "1")
+    families = ("--families", "structured_output,tool_calling,wire")
+    clean = run_verifier(simulator(), "--repeats", "1", *families)
     for name, family in clean.scorecard["families"].items():
         assert family["metrics"]["shapes"]["violations"] == 0, name
         assert family["metrics"]["shapes"]["answers"] >= family["cases"], name
-    raw = run_verifier(simulator("--defect", "finish-reason-raw-token"), "--repeats", "1")
+    raw = run_verifier(
+        simulator("--defect", "finish-reason-raw-token"), "--repeats", "1", *families
+    )
     families = raw.scorecard["families"]
     for name in ("structured_output", "tool_calling"):
         shapes = families[name]["metrics"]["shapes"]

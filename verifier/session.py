@@ -22,7 +22,7 @@ from .cases import Case, Corpus, load_corpus
 from .checks import FAMILIES
 from .config import RunConfig, load_baseline, prepare_out_dir
 from .endpoint.client import EndpointClient
-from .endpoint.probe import Capabilities, probe
+from .endpoint.probe import Capabilities, probe, probe_vision
 from .endpoint.tokenize import probe_tokenizer_endpoints
 from .endpoint.transcript import Transcript
 from .errors import VerifierError
@@ -94,6 +94,10 @@ class VerifierSession:
         self.client = self._client("main")
         try:
             self.capabilities = probe(self.client, run.model)
+            if "vision" in run.families:
+                self.capabilities = dataclasses.replace(
+                    self.capabilities, vision=probe_vision(self.client, self.capabilities.model)
+                )
             if {"chat_template", "tokenizer"} & set(run.families):
                 endpoints = probe_tokenizer_endpoints(self.client, self.capabilities.model)
                 self.capabilities = dataclasses.replace(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import chat_template, structured_output, tokenizer, tool_calling, wire
+from . import chat_template, structured_output, tokenizer, tool_calling, vision, wire
 from .registry import FAMILIES, Family
 
 __all__ = [
@@ -12,5 +12,6 @@ __all__ = [
     "structured_output",
     "tokenizer",
     "tool_calling",
+    "vision",
     "wire",
 ]

@@ -15,7 +15,10 @@ each case's metrics); this family's own cases fail on them. Codes:
   ``seed_not_reproducible``, ``logprobs_missing``, ``logprobs_inconsistent``;
 - errors: ``invalid_request_accepted`` (2xx), ``invalid_request_5xx``,
   ``invalid_request_hang``, ``error_shape``;
-- usage: ``usage_missing``, ``usage_total_wrong``.
+- usage: ``usage_missing``, ``usage_total_wrong``, ``completion_tokens_mismatch`` (with a
+  profile: completion_tokens far from the answer's length under the model's tokenizer);
+- profile policies: ``thinking_not_honoured`` (the thinking dialect does not turn reasoning
+  on and off), ``sampling_limit_not_enforced`` (a value outside the model's limits accepted).
 """
 
 from __future__ import annotations
@@ -201,6 +204,37 @@ def usage_findings(result: ChatResult, attempt: str | None = None) -> list[Findi
     return []
 
 
+# completion_tokens may exceed the re-encoded text by end markers (a stop token, the end of a
+# thinking block) and differ by one where the model's own tokens split text differently.
+COMPLETION_SLACK = (1, 2)
+
+
+def completion_findings(
+    result: ChatResult, tokenizer: Any, attempt: str | None = None
+) -> list[Finding]:
+    """completion_tokens against the answer's text under the profile's tokenizer (pure)."""
+    choice = result.choice
+    used = (result.usage or {}).get("completion_tokens")
+    if choice is None or choice.tool_calls or not isinstance(used, int) or len(result.choices) != 1:
+        return []
+    text = (choice.reasoning or "") + (choice.content or "")
+    counted = len(tokenizer.encode_ordinary(text)) if text else 0
+    low, high = counted - COMPLETION_SLACK[0], counted + COMPLETION_SLACK[1]
+    if low <= used <= high:
+        return []
+    return [
+        Finding(
+            "completion_tokens_mismatch",
+            f"completion_tokens {used}, but the answer's text is "
+            f"{counted} tokens under the model's tokenizer",
+            "$.usage.completion_tokens",
+            expected=counted,
+            actual=used,
+            attempt=attempt,
+        )
+    ]
+
+
 def invalid_request_findings(result: ChatResult, attempt: str | None = None) -> list[Finding]:
     """An invalid request must get a 4xx with an OpenAI-shaped error object (pure)."""
     if result.ok:
@@ -345,6 +379,10 @@ def _run_check(case: Case, ctx: RunContext) -> tuple[list[Finding], dict[str, An
     check = data["check"]
     if check == "invalid":
         return _run_invalid(case, ctx), {"requests": 1}
+    if check == "thinking":
+        return _run_thinking(case, ctx)
+    if check == "sampling_limits":
+        return _run_sampling_limits(case, ctx)
     request = _request(case, ctx)
     stream = bool(data.get("stream", False))
     if check == "parity":
@@ -373,6 +411,8 @@ def _run_check(case: Case, ctx: RunContext) -> tuple[list[Finding], dict[str, An
             findings += protocol_findings(result, include_usage=include, attempt=attempt)
         if check == "usage":
             findings += usage_findings(result, attempt)
+            if ctx.profile is not None:
+                findings += completion_findings(result, ctx.profile.tokenizer, attempt)
         elif check == "stop":
             stop = request["stop"]
             findings += stop_findings(result, [stop] if isinstance(stop, str) else stop, attempt)
@@ -409,6 +449,11 @@ def _run_check(case: Case, ctx: RunContext) -> tuple[list[Finding], dict[str, An
     if check == "seed" and not findings:
         a, b = (r.choice for r in results)
         if a and b and a.content != b.content:
+            if ctx.profile is not None and ctx.profile.settings.get("seed_supported") is False:
+                raise _Unsupported(
+                    "the same seed gave different content, and the profile says "
+                    "the server documents no seed support"
+                )
             findings.append(
                 Finding(
                     "seed_not_reproducible",
@@ -419,6 +464,67 @@ def _run_check(case: Case, ctx: RunContext) -> tuple[list[Finding], dict[str, An
                 )
             )
     return findings, {"requests": len(results)}
+
+
+class _Unsupported(Exception):
+    """The check does not apply to this endpoint or profile (the message says why)."""
+
+
+def _run_thinking(case: Case, ctx: RunContext) -> tuple[list[Finding], dict[str, Any]]:
+    dialect = ctx.profile.settings.get("thinking") if ctx.profile else None
+    if not dialect:
+        raise _Unsupported("the profile declares no thinking dialect")
+    stream = bool(case.data.get("stream", False))
+    findings: list[Finding] = []
+    for mode in ("on", "off"):
+        request = {**_request(case, ctx), **dialect[mode]}
+        result = ctx.send(case, request, stream=stream, name=f"thinking-{mode}")
+        if not result.ok:
+            raise _Rejected(result)
+        reasoning = bool(result.choice and result.choice.reasoning)
+        if reasoning != (mode == "on"):
+            findings.append(
+                Finding(
+                    "thinking_not_honoured",
+                    f"thinking {mode} ({dialect[mode]}) gave "
+                    f"{'reasoning' if reasoning else 'no reasoning'}",
+                    attempt=f"thinking-{mode}",
+                )
+            )
+    return findings, {"requests": 2}
+
+
+def _run_sampling_limits(case: Case, ctx: RunContext) -> tuple[list[Finding], dict[str, Any]]:
+    limits = ctx.profile.settings.get("sampling") if ctx.profile else None
+    if not limits:
+        raise _Unsupported("the profile declares no sampling limits")
+    findings: list[Finding] = []
+    requests = 0
+    for name, limit in sorted(limits.items()):
+        wrong = []
+        if "fixed" in limit:
+            wrong.append(limit["fixed"] + 0.25)
+        if "max" in limit:
+            wrong.append(limit["max"] + 0.5)
+        if "min" in limit:
+            wrong.append(limit["min"] - 0.5)
+        for value in wrong:
+            request = {**_request(case, ctx), name: value}
+            result = ctx.send(
+                case, request, stream=False, name=f"{name}={value}", keep_persistent_5xx=True
+            )
+            requests += 1
+            if not 400 <= result.status < 500:
+                findings.append(
+                    Finding(
+                        "sampling_limit_not_enforced",
+                        f"{name}={value} is outside the "
+                        f"model's limits {limit} but was answered HTTP {result.status}",
+                        expected="4xx",
+                        actual=result.status,
+                    )
+                )
+    return findings, {"requests": requests}
 
 
 class _Rejected(Exception):
@@ -446,6 +552,13 @@ def run(case: Case, ctx: RunContext) -> Outcome:
     check = case.data["check"]
     try:
         findings, metrics = _run_check(case, ctx)
+    except _Unsupported as exc:
+        return Outcome(
+            Status.UNSUPPORTED,
+            code="unsupported",
+            message=f"unsupported: {exc}",
+            metrics={"check": check, "requests": 0},
+        )
     except _Rejected as rejected:
         result = rejected.result
         error = result.error_object or {}

@@ -53,6 +53,11 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default="vllm",
         help="tokenizer endpoints a profiled vendor offers (default: vllm)",
     )
+    parser.add_argument(
+        "--no-vision",
+        action="store_true",
+        help="serve a text-only model: image parts are refused with HTTP 400",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -86,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
             api_key=api_key,
             profile=profile,
             tokenizer_api=args.tokenizer_api,
+            vision=not args.no_vision,
         )
     except ValueError as exc:
         sys.stderr.write(f"verifier simulate: error: {exc}\n")

@@ -29,6 +29,8 @@ class Capabilities:
         server: identifying response headers.
         tokenizer_endpoints: which tokenizer endpoints answer (see endpoint/tokenize.py);
             None when no family that needs them was selected.
+        vision: the endpoint takes images (True), refuses them with a 4xx (False), or
+            answered the probe image otherwise, or was not asked (None).
     """
 
     model: str
@@ -37,6 +39,7 @@ class Capabilities:
     system_fingerprint: str | None = None
     server: dict[str, str] = dataclasses.field(default_factory=dict)
     tokenizer_endpoints: dict[str, Any] | None = None
+    vision: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """As plain JSON data."""
@@ -54,6 +57,7 @@ class Capabilities:
             system_fingerprint=data.get("system_fingerprint"),
             server=dict(data.get("server", {})),
             tokenizer_endpoints=data.get("tokenizer_endpoints"),
+            vision=data.get("vision"),
         )
 
 
@@ -130,3 +134,21 @@ def probe(client: EndpointClient, requested_model: str | None) -> Capabilities:
         system_fingerprint=result.system_fingerprint,
         server=server,
     )
+
+
+def probe_vision(client: EndpointClient, model: str) -> bool | None:
+    """Does the endpoint take images? One small picture: 200 yes, 4xx no, anything else unknown."""
+    from ..images import image_part
+
+    part = image_part({"kind": "solid", "color": "red", "size": [16, 16]})
+    content = [part, {"type": "text", "text": "What colour is this image?"}]
+    request = {
+        "model": model,
+        "messages": [{"role": "user", "content": content}],
+        "max_tokens": 4,
+        "temperature": 0,
+    }
+    result = client.chat(request, label="probe/vision", keep_persistent_5xx=True)
+    if result.ok:
+        return True
+    return False if 400 <= result.status < 500 else None

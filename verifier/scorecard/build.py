@@ -165,6 +165,7 @@ def build_scorecard(
             "server": capabilities.get("server", {}),
             "models": capabilities.get("models", []),
             "tokenizer_endpoints": capabilities.get("tokenizer_endpoints"),
+            "vision": capabilities.get("vision"),
         },
         "settings": {k: v for k, v in settings.items() if k != "endpoint"},
         "corpus": header["corpus"],

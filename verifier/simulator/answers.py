@@ -74,6 +74,8 @@ def completion_body(
 ) -> dict[str, Any]:
     """The chat.completion object."""
     message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if reply.reasoning:
+        message["reasoning_content"] = reply.reasoning
     if reply.tool_calls:
         message["tool_calls"] = [
             {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
@@ -123,6 +125,8 @@ def stream_events(
 
     for index in range(count):
         chunk(index, {"role": "assistant", "content": ""})
+        if reply.reasoning:
+            chunk(index, {"reasoning_content": reply.reasoning})
         for position, token in enumerate(reply.tokens):
             delta = {"role": "assistant", "content": token} if repeat_role else {"content": token}
             extra = {}

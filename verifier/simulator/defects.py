@@ -195,6 +195,51 @@ CATALOGUE: dict[str, DefectSpec] = {
             "generates one token more than max_tokens",
         ),
         DefectSpec(
+            "completion-tokens-inflated", "wire", "reports twice the completion tokens it generated"
+        ),
+        DefectSpec(
+            "seed-ignored",
+            "wire",
+            "answers differently to the same seed when temperature is above 0",
+        ),
+        DefectSpec(
+            "thinking-ignored", "wire", "never reasons, whatever the thinking dialect asks for"
+        ),
+        DefectSpec(
+            "sampling-limits-ignored",
+            "wire",
+            "accepts sampling values outside the profile's limits (needs --profile)",
+        ),
+        DefectSpec("vision-images-ignored", "vision", "drops image parts: the model sees no image"),
+        DefectSpec(
+            "vision-first-image-only",
+            "vision",
+            "passes the first image in place of every image of a message",
+        ),
+        DefectSpec(
+            "vision-order-swapped", "vision", "gives the model a message's images in reverse order"
+        ),
+        DefectSpec(
+            "vision-stale-cache",
+            "vision",
+            "caches what images show by the prompt's text, so a new image gets an old answer",
+        ),
+        DefectSpec(
+            "vision-webp-unsupported-silently",
+            "vision",
+            "accepts WebP images with HTTP 200 and passes the model a blank image",
+        ),
+        DefectSpec(
+            "vision-token-miscount-large",
+            "vision",
+            "charges images with a side over 512 pixels twice the tokens of its image rule",
+        ),
+        DefectSpec(
+            "vision-invalid-image-500",
+            "vision",
+            "answers an image it cannot decode (or a text-only model any image) with HTTP 500",
+        ),
+        DefectSpec(
             "http-500-every-3rd",
             "transport",
             "answers every 3rd chat request with HTTP 500",

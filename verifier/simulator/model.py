@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from .conform import MISSING, conform
 from .defects import Defects
 from .oracle import natural_calls
+from .vision import Eyes, answer
 
 MODEL_ID = "simulated-tiny"
 GREETING = "Hello! I am a tiny deterministic model."
@@ -91,6 +92,7 @@ class Reply:
     stream_tool_calls: list[ToolCall] | None = None
     # The completion tokens the answer costs; None: count the toy tokens.
     counted: int | None = None
+    reasoning: str | None = None
 
     @property
     def content(self) -> str | None:
@@ -109,14 +111,15 @@ class Reply:
 
 
 class ToyPath:
-    """Counting without a profile: the toy template and toy tokens."""
+    """Counting without a profile: the toy template and toy tokens, images as 32-pixel tiles."""
 
     def __init__(self, defects: Defects) -> None:
         self.defects = defects
+        self.eyes = Eyes(defects)
 
     def prompt_tokens(self, request: dict[str, Any]) -> int:
-        """Prompt tokens under the toy template."""
-        return count_prompt_tokens(request)
+        """Prompt tokens under the toy template, and the images'."""
+        return count_prompt_tokens(request) + self.eyes.prompt_tokens(request)
 
     def completion(self, text: str, limit: int | None) -> tuple[str, int, bool]:
         """The answer cut to `limit` toy tokens: (text, completion tokens, cut)."""
@@ -126,15 +129,38 @@ class ToyPath:
         keep = limit + 1 if "max-tokens-not-honoured" in self.defects else limit
         return "".join(tokens[:keep]), keep, True
 
+    def count(self, text: str) -> int:
+        """Toy tokens of `text`."""
+        return len(tokenize(text))
+
 
 class Path(Protocol):
     """How the vendor counts: the toy path, or a profile's (simulator/prompt.py)."""
+
+    eyes: Eyes
 
     def prompt_tokens(self, request: dict[str, Any]) -> int:
         """usage.prompt_tokens of a request."""
 
     def completion(self, text: str, limit: int | None) -> tuple[str, int, bool]:
         """The answer cut to `limit` tokens: (text, completion tokens, cut)."""
+
+    def count(self, text: str) -> int:
+        """Tokens of `text`."""
+
+
+REASONING = "The user wants a short answer; a greeting will do."
+
+
+def wants_thinking(request: dict[str, Any]) -> bool:
+    """The request turns reasoning on in one of the dialects vendors use."""
+    kwargs = request.get("chat_template_kwargs")
+    if isinstance(kwargs, dict) and isinstance(kwargs.get("thinking"), bool):
+        return bool(kwargs["thinking"])
+    thinking = request.get("thinking")
+    if isinstance(thinking, dict) and thinking.get("type") in ("enabled", "disabled"):
+        return thinking["type"] == "enabled"
+    return request.get("reasoning_effort") in ("low", "medium", "high")
 
 
 def _plain_reply(request: dict[str, Any]) -> str:
@@ -308,8 +334,11 @@ def respond(
         finish = "stop" if "tool-finish-reason-stop" in defects else "tool_calls"
         return Reply(tokens, finish, calls, streamed)
     text = _structured_text(request, defects)
+    seen = path.eyes.look(request)
     if text is None:
-        text = _plain_reply(request)
+        text = _plain_reply(request) if seen is None else answer(seen)
+    if "seed-ignored" in defects and (request.get("temperature") or 0) > 0:
+        text += f" Variation {number}."
     text = _apply_stop(text, request.get("stop"), defects)
     text, counted, cut = path.completion(text, max_tokens_of(request))
     finish = "length" if cut else "stop"
@@ -319,4 +348,9 @@ def respond(
         and "truncated-json-finish-stop" in defects
     ):
         finish = "stop"
-    return Reply(tokenize(text), finish, counted=counted)
+    reasoning = REASONING if wants_thinking(request) and "thinking-ignored" not in defects else None
+    if reasoning:
+        counted += path.count(reasoning)
+    if "completion-tokens-inflated" in defects:
+        counted *= 2
+    return Reply(tokenize(text), finish, counted=counted, reasoning=reasoning)

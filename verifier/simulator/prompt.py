@@ -19,6 +19,7 @@ from typing import Any
 from ..reference.profiles import Profile
 from ..reference.tokenizer import TiktokenTokenizer, Tokenizer, encode_all_special, encode_prompt
 from .defects import Defects
+from .vision import Eyes, without_images
 
 # How many of the newest merges an "older vocabulary" lacks.
 OLD_VOCAB_DROPPED = 40_000
@@ -72,6 +73,7 @@ class PromptPath:
     def __init__(self, profile: Profile, defects: Defects) -> None:
         self.profile = profile
         self.defects = defects
+        self.eyes = Eyes(defects, profile.settings.get("images"))
         if "tokenizer-old-vocab" in defects and not isinstance(
             profile.tokenizer, TiktokenTokenizer
         ):
@@ -86,8 +88,8 @@ class PromptPath:
         return self.profile.tokenizer
 
     def conversation(self, request: Mapping[str, Any]) -> tuple[list[Any], list[Any] | None]:
-        """The messages and tools as the vendor's template sees them."""
-        messages = copy.deepcopy(list(request.get("messages", [])))
+        """The messages and tools as the vendor's template sees them (images counted apart)."""
+        messages = copy.deepcopy(list(without_images(request).get("messages", [])))
         tools = copy.deepcopy(request.get("tools")) or None
         if "template-drops-system" in self.defects:
             messages = [m for m in messages if m.get("role") != "system"]
@@ -125,7 +127,12 @@ class PromptPath:
     def prompt_tokens(self, request: Mapping[str, Any]) -> int:
         """usage.prompt_tokens as the vendor reports it."""
         skew = self.defects.param("prompt-tokens-skew")
-        return len(self.prompt_ids(request)) + (int(skew) if skew else 0)
+        images = self.eyes.prompt_tokens(request)
+        return len(self.prompt_ids(request)) + images + (int(skew) if skew else 0)
+
+    def count(self, text: str) -> int:
+        """Tokens of `text` under the vendor's tokenizer."""
+        return len(self.tokenizer.encode_ordinary(text))
 
     def completion(self, text: str, limit: int | None) -> tuple[str, int, bool]:
         """The answer cut to `limit` tokens: (text, completion tokens, cut)."""

@@ -21,7 +21,7 @@ from .answers import completion_body, stream_events
 from .defects import Defects
 from .model import MODEL_ID, Path, ToyPath, respond
 from .prompt import PromptPath
-from .validation import Rejection, request_problem
+from .validation import Policy, Rejection, request_problem
 
 
 def error_body(
@@ -44,6 +44,7 @@ class SimulatorServer(ThreadingHTTPServer):
         tokenizer_api: which tokenizer endpoints a profiled vendor offers: ``vllm``
             (/tokenize with messages, return_token_ids), ``llamacpp`` (/apply-template,
             /tokenize with content, /detokenize, /props) or ``none``.
+        vision: the vendor takes images; False makes it text-only (images refused, 400).
     """
 
     daemon_threads = True
@@ -59,6 +60,7 @@ class SimulatorServer(ThreadingHTTPServer):
         api_key: str | None = None,
         profile: Profile | None = None,
         tokenizer_api: str = "vllm",
+        vision: bool = True,
     ) -> None:
         self.path_model: Path = PromptPath(profile, defects) if profile else ToyPath(defects)
         super().__init__(address, Handler)
@@ -67,6 +69,13 @@ class SimulatorServer(ThreadingHTTPServer):
         self.api_key = api_key
         self.profile = profile
         self.tokenizer_api = tokenizer_api if profile else "none"
+        limits = profile.settings.get("sampling", {}) if profile else {}
+        images = (profile.settings.get("images") or {}) if profile else {}
+        self.policy = Policy(
+            sampling={} if "sampling-limits-ignored" in defects else limits,
+            vision=vision,
+            max_side=int(images.get("max_side", 4096)),
+        )
         self._counter = itertools.count(1)
         self._lock = threading.Lock()
 
@@ -179,7 +188,7 @@ class Handler(BaseHTTPRequestHandler):
             except (json.JSONDecodeError, UnicodeDecodeError):
                 rejection = Rejection(400, "the request body is not valid JSON")
             else:
-                rejection = request_problem(request)
+                rejection = request_problem(request, self.server.policy)
         if rejection is not None and not self._tolerant():
             self._reject(rejection)
             return
@@ -251,7 +260,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def _reject(self, rejection: Rejection) -> None:
         defects = self.server.defects
-        if rejection.code == "invalid_response_format" and "bad-response-format-500" in defects:
+        if rejection.code == "invalid_image" and "vision-invalid-image-500" in defects:
+            self._send_json(500, error_body("internal error decoding the image", "server_error"))
+        elif rejection.code == "invalid_response_format" and "bad-response-format-500" in defects:
             self._send_json(500, error_body("internal error compiling the grammar", "server_error"))
         elif "invalid-request-500" in defects:
             self._send_json(500, error_body("internal server error", "server_error"))

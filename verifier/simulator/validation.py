@@ -2,17 +2,37 @@
 
 from __future__ import annotations
 
+import binascii
 import dataclasses
+import io
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
+from PIL import Image
 
+from ..images import decode_data_url
 from .model import MODEL_ID
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 _FORMAT_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Policy:
+    """What the simulated vendor accepts beyond the OpenAI basics.
+
+    Args:
+        sampling: the model's sampling limits (a profile's ``sampling`` setting).
+        vision: the vendor takes images; False makes it a text-only endpoint.
+        max_side: the largest image side it documents.
+    """
+
+    sampling: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    vision: bool = True
+    max_side: int = 4096
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -120,8 +140,52 @@ def _messages_problem(messages: Any) -> str | None:
     return None
 
 
-def request_problem(request: Any) -> Rejection | None:
+def _sampling_problem(request: Mapping[str, Any], limits: Mapping[str, Any]) -> str | None:
+    for name, limit in limits.items():
+        value = request.get(name)
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            continue
+        if "fixed" in limit and value != limit["fixed"]:
+            return f"{name} is fixed at {limit['fixed']} for this model, given {value}"
+        if value < limit.get("min", value) or value > limit.get("max", value):
+            return f"{name} must be within [{limit.get('min')}, {limit.get('max')}], given {value}"
+    return None
+
+
+def image_problem(part: Mapping[str, Any], policy: Policy) -> str | None:
+    """Why an image part must be refused, or None when the vendor can use it."""
+    if not policy.vision:
+        return "this model does not accept images"
+    url = (
+        (part.get("image_url") or {}).get("url")
+        if isinstance(part.get("image_url"), dict)
+        else None
+    )
+    if not isinstance(url, str):
+        return "image_url.url is required"
+    if not url.startswith("data:"):
+        scheme = url.split(":", 1)[0]
+        return f"image URLs with scheme {scheme!r} are not fetched; send a data: URL"
+    try:
+        _, data = decode_data_url(url)
+    except (ValueError, binascii.Error):
+        return "the image data URL is not valid base64"
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            width, height = image.size
+            image.verify()
+    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError):
+        return "the image cannot be decoded"
+    if width < 1 or height < 1:
+        return "the image has no pixels"
+    if max(width, height) > policy.max_side:
+        return f"the image is {width}x{height}; the largest side allowed is {policy.max_side}"
+    return None
+
+
+def request_problem(request: Any, policy: Policy | None = None) -> Rejection | None:
     """Why a chat-completions request body must be rejected, or None when it is valid."""
+    policy = policy or Policy()
     if not isinstance(request, dict):
         return Rejection(400, "the request body must be a JSON object")
     if request.get("model") != MODEL_ID:
@@ -151,4 +215,13 @@ def request_problem(request: Any) -> Rejection | None:
     problem = response_format_problem(request.get("response_format"))
     if problem:
         return Rejection(400, problem, "invalid_response_format", "response_format")
+    problem = _sampling_problem(request, policy.sampling)
+    if problem:
+        return Rejection(400, problem, param=problem.split(" ", 1)[0])
+    for message in request["messages"]:
+        for part in message.get("content") if isinstance(message.get("content"), list) else []:
+            if isinstance(part, dict) and part.get("type") == "image_url":
+                problem = image_problem(part, policy)
+                if problem:
+                    return Rejection(400, problem, "invalid_image", "messages")
     return None

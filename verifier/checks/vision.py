@@ -1,0 +1,366 @@
+"""Vision: images reach the model, in order, in every format, fresh, priced by the rule.
+
+Images are made locally with Pillow (verifier/images.py). Codes:
+
+- ``answer_mismatch``: the answer does not name what an image shows (a solid colour, a
+  large digit: what any vision model gets right, so a miss means the image did not
+  arrive as sent); ``image_order_swapped``, ``only_first_image_used`` (later images
+  described as the first), ``stale_image_cache`` (the second of two requests with the
+  same text but another image got the first image's answer), ``format_not_seen`` (the
+  image is seen as PNG but not in another format or detail);
+- ``image_tokens_mismatch``: prompt_tokens with the image minus without it differs from
+  the profile's image-token rule; ``image_tokens_inconsistent``: the same image twice does
+  not cost twice, or PNG and JPEG of the same pixels cost differently;
+- ``invalid_image_accepted`` (200), ``invalid_image_5xx``, ``error_shape``: a broken image,
+  a zero-size or oversized one, or a ``file://``/``ftp://`` URL must get a 4xx with an
+  error object. A text-only endpoint must refuse images the same way;
+- ``image_5xx``: a valid image got a server error (a 4xx instead makes the case
+  unsupported: the endpoint says it does not take that image).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..endpoint.response import ChatResult
+from ..images import image_part, invalid_part
+from ..outcome import Finding, Outcome, Status
+from ..reference.image_tokens import image_tokens
+from .common import excerpt
+from .registry import family
+from .wire import shape_findings
+
+if TYPE_CHECKING:
+    from ..cases import Case
+    from ..runner import RunContext
+
+DIGIT_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
+_WORDS = re.compile(r"[a-z0-9]+")
+
+
+def words(text: str | None) -> list[str]:
+    """The answer's words, lowercased (digit words become digits)."""
+    found = _WORDS.findall((text or "").lower())
+    return [str(DIGIT_WORDS.index(w)) if w in DIGIT_WORDS else w for w in found]
+
+
+def mentions(answer: Sequence[str], acceptable: Sequence[str]) -> list[int]:
+    """Positions in the answer's words of any acceptable answer."""
+    wanted = {w for a in acceptable for w in words(a)}
+    return [i for i, w in enumerate(answer) if w in wanted]
+
+
+def answer_findings(
+    content: str | None, expect: Sequence[Sequence[str]], attempt: str = ""
+) -> list[Finding]:
+    """Does the answer name each image's content, in order? Names the defect when it can (pure)."""
+    answer = words(content)
+    hits = [mentions(answer, e) for e in expect]
+    if all(hits) and all(hits[i][0] < hits[i + 1][-1] for i in range(len(hits) - 1)):
+        return []
+    shown = excerpt(content, 120)
+    if (
+        len(expect) > 1
+        and all(hits)
+        and [h[0] for h in hits] == sorted((h[0] for h in hits), reverse=True)
+    ):
+        return [
+            Finding(
+                "image_order_swapped",
+                f"the answer names the images in reverse order: {shown!r}",
+                expected=[list(e) for e in expect],
+                actual=shown,
+                attempt=attempt,
+            )
+        ]
+    if len(expect) > 1 and hits[0] and not any(hits[1:]) and len(hits[0]) >= len(expect):
+        return [
+            Finding(
+                "only_first_image_used",
+                f"every image is described as the first: {shown!r}",
+                expected=[list(e) for e in expect],
+                actual=shown,
+                attempt=attempt,
+            )
+        ]
+    missing = [i + 1 for i, h in enumerate(hits) if not h]
+    what = f"image(s) {missing} not named" if missing else "images named out of order"
+    return [
+        Finding(
+            "answer_mismatch",
+            f"{what}: {shown!r}",
+            expected=[list(e) for e in expect],
+            actual=shown,
+            attempt=attempt,
+        )
+    ]
+
+
+def content_parts(
+    case_data: Mapping[str, Any], images: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """Text before, the images with the text between them, the question after."""
+    parts: list[dict[str, Any]] = []
+    if case_data.get("before"):
+        parts.append({"type": "text", "text": case_data["before"]})
+    between = case_data.get("between", [])
+    for index, image in enumerate(images):
+        parts.append(image)
+        if index < len(images) - 1 and index < len(between):
+            parts.append({"type": "text", "text": between[index]})
+    parts.append({"type": "text", "text": case_data["question"]})
+    return parts
+
+
+def _send(
+    case: Case, ctx: RunContext, parts: list[dict[str, Any]], name: str, **options: Any
+) -> ChatResult:
+    images = sum(part.get("type") == "image_url" for part in parts)
+    # Room to name every image, a sentence each.
+    budget = 64 + 32 * images
+    request = ctx.request(case, messages=[{"role": "user", "content": parts}], max_tokens=budget)
+    return ctx.send(case, request, stream=False, name=name, keep_persistent_5xx=True, **options)
+
+
+def _text_only_count(case: Case, ctx: RunContext) -> int | None:
+    request = ctx.request(
+        case,
+        messages=[{"role": "user", "content": [{"type": "text", "text": case.data["question"]}]}],
+        max_tokens=1,
+    )
+    result = ctx.send(case, request, stream=False, name="no-image")
+    value = (result.usage or {}).get("prompt_tokens") if result.ok else None
+    return value if isinstance(value, int) else None
+
+
+class _Refused(Exception):
+    """A valid image was not answered: a 4xx says the endpoint does not take it, a 5xx fails."""
+
+    def __init__(self, result: ChatResult, what: str) -> None:
+        super().__init__(what)
+        self.result = result
+        self.what = what
+
+
+class _Unsupported(Exception):
+    """The check does not apply (the message says why)."""
+
+
+def _answered(result: ChatResult, what: str = "a valid image") -> str | None:
+    if not result.ok:
+        raise _Refused(result, what)
+    return result.choice.content if result.choice else None
+
+
+def _run_semantic(case: Case, ctx: RunContext) -> list[Finding]:
+    images = [image_part(spec) for spec in case.data["images"]]
+    content = _answered(_send(case, ctx, content_parts(case.data, images), "semantic"))
+    return answer_findings(content, case.data["expect"], "semantic")
+
+
+def _run_stale_cache(case: Case, ctx: RunContext) -> list[Finding]:
+    findings: list[Finding] = []
+    answers = []
+    for index, spec in enumerate(case.data["images"]):
+        content = _answered(
+            _send(case, ctx, content_parts(case.data, [image_part(spec)]), f"image-{index + 1}")
+        )
+        answers.append(content)
+    first, second = case.data["expect"][:2]
+    seen = [words(a) for a in answers]
+    if mentions(seen[1], first) and not mentions(seen[1], second):
+        findings.append(
+            Finding(
+                "stale_image_cache",
+                f"the second image got the first image's answer: {excerpt(answers[1], 80)!r}",
+                expected=list(second),
+                actual=answers[1],
+            )
+        )
+    else:
+        for index, (answer, expect) in enumerate(zip(answers, case.data["expect"], strict=False)):
+            findings += answer_findings(answer, [expect], f"image-{index + 1}")
+    return findings
+
+
+def _run_transport(case: Case, ctx: RunContext) -> list[Finding]:
+    spec = case.data["images"][0]
+    plain = {k: v for k, v in spec.items() if k not in ("format", "detail")}
+    reference = _answered(_send(case, ctx, content_parts(case.data, [image_part(plain)]), "png"))
+    label = "/".join(str(spec[k]) for k in ("format", "detail") if k in spec)
+    variant = _answered(
+        _send(case, ctx, content_parts(case.data, [image_part(spec)]), label),
+        f"the image as {label}",
+    )
+    if answer_findings(reference, case.data["expect"]):
+        return answer_findings(reference, case.data["expect"], "png")
+    if answer_findings(variant, case.data["expect"]):
+        return [
+            Finding(
+                "format_not_seen",
+                f"the image is seen as PNG but not as {label}: {excerpt(variant, 80)!r}",
+                expected=list(case.data["expect"][0]),
+                actual=variant,
+                attempt=label,
+            )
+        ]
+    return []
+
+
+def _image_cost(case: Case, ctx: RunContext, parts: list[dict[str, Any]], name: str) -> int:
+    base = _text_only_count(case, ctx)
+    result = _send(case, ctx, parts, name)
+    _answered(result)
+    count = (result.usage or {}).get("prompt_tokens")
+    if base is None or not isinstance(count, int):
+        raise _Unsupported("the answer has no usage.prompt_tokens")
+    return count - base
+
+
+def _run_tokens(case: Case, ctx: RunContext) -> list[Finding]:
+    rule = ctx.profile.settings.get("images") if ctx.profile else None
+    if not rule or "rule" not in rule:
+        raise _Unsupported("the profile declares no image-token rule")
+    spec = case.data["images"][0]
+    width, height = spec.get("size", [64, 64])
+    cost = _image_cost(case, ctx, content_parts(case.data, [image_part(spec)]), "with-image")
+    expected = image_tokens(width, height, rule)
+    if cost == expected:
+        return []
+    return [
+        Finding(
+            "image_tokens_mismatch",
+            f"a {width}x{height} image ({spec.get('detail', 'no detail')}) "
+            f"costs {cost} prompt tokens, the {rule['rule']} rule says {expected}",
+            "$.usage.prompt_tokens",
+            expected=expected,
+            actual=cost,
+        )
+    ]
+
+
+def _run_consistency(case: Case, ctx: RunContext) -> list[Finding]:
+    spec = case.data["images"][0]
+    if case.data["consistency"] == "twice":
+        once = _image_cost(case, ctx, content_parts(case.data, [image_part(spec)]), "once")
+        twice = _image_cost(case, ctx, content_parts(case.data, [image_part(spec)] * 2), "twice")
+        if twice == 2 * once:
+            return []
+        return [
+            Finding(
+                "image_tokens_inconsistent",
+                f"one image costs {once} tokens, the same image twice costs {twice}",
+                expected=2 * once,
+                actual=twice,
+            )
+        ]
+    png = _image_cost(
+        case, ctx, content_parts(case.data, [image_part({**spec, "format": "png"})]), "png"
+    )
+    jpeg = _image_cost(
+        case, ctx, content_parts(case.data, [image_part({**spec, "format": "jpeg"})]), "jpeg"
+    )
+    if png == jpeg:
+        return []
+    return [
+        Finding(
+            "image_tokens_inconsistent",
+            f"the same pixels cost {png} tokens as PNG and {jpeg} as JPEG",
+            expected=png,
+            actual=jpeg,
+        )
+    ]
+
+
+def _run_invalid(case: Case, ctx: RunContext) -> list[Finding]:
+    kind = case.data["invalid"]
+    limit = (ctx.profile.settings.get("images") or {}).get("max_side") if ctx.profile else None
+    if kind == "oversize" and limit is None:
+        raise _Unsupported("the profile documents no image size limit")
+    part = invalid_part(kind, max_side=limit)
+    result = _send(case, ctx, content_parts(case.data, [part]), kind)
+    if result.ok:
+        return [
+            Finding(
+                "invalid_image_accepted",
+                f"an invalid image ({kind}) was answered HTTP {result.status}",
+                expected="4xx",
+                actual=result.status,
+            )
+        ]
+    if result.status >= 500:
+        said = (result.error_object or {}).get("message", "")
+        return [
+            Finding(
+                "invalid_image_5xx",
+                f"an invalid image ({kind}) gave HTTP {result.status}, a server error, "
+                f"not a 4xx: {said!s:.160}",
+                expected="4xx",
+                actual=result.status,
+            )
+        ]
+    return shape_findings(result, kind)
+
+
+RUNS = {
+    "semantic": _run_semantic,
+    "stale_cache": _run_stale_cache,
+    "transport": _run_transport,
+    "tokens": _run_tokens,
+    "consistency": _run_consistency,
+    "invalid": _run_invalid,
+}
+
+
+def summarize(
+    records: Iterable[Mapping[str, Any]], baseline: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """Per check: cases by status (pure)."""
+    checks: dict[str, dict[str, int]] = {}
+    for record in records:
+        outcome = record["outcome"]
+        check = outcome.get("metrics", {}).get("check", "?")
+        row = checks.setdefault(check, {})
+        row[outcome["status"]] = row.get(outcome["status"], 0) + 1
+    return {"checks": dict(sorted(checks.items()))}
+
+
+@family("vision", summarize=summarize)
+def run(case: Case, ctx: RunContext) -> Outcome:
+    """Images seen in order and every format, fresh, priced by the rule; bad images refused."""
+    check = case.data["check"]
+    text_only = ctx.capabilities.vision is False
+    if text_only and check != "invalid":
+        return Outcome(
+            Status.UNSUPPORTED,
+            code="unsupported",
+            message="unsupported: the endpoint does not take images (it refused one with a 4xx)",
+            metrics={"check": check, "requests": 0},
+        )
+    metrics = {"check": check, "requests": 0}
+    try:
+        findings = RUNS[check](case, ctx)
+    except _Unsupported as exc:
+        metrics["requests"] = len(ctx.observed)
+        return Outcome(
+            Status.UNSUPPORTED, code="unsupported", message=f"unsupported: {exc}", metrics=metrics
+        )
+    except _Refused as refused:
+        metrics["requests"] = len(ctx.observed)
+        result, error = refused.result, refused.result.error_object or {}
+        said = f"HTTP {result.status}: {error.get('message', '')!s:.160}"
+        if result.status < 500:
+            message = f"unsupported: {refused.what} was rejected with {said}"
+            return Outcome(Status.UNSUPPORTED, code="unsupported", message=message, metrics=metrics)
+        findings = [
+            Finding(
+                "image_5xx",
+                f"{refused.what} got a server error, {said}",
+                expected="200, or a 4xx if images are not supported",
+                actual=result.status,
+            )
+        ]
+    metrics["requests"] = len(ctx.observed)
+    return Outcome.from_findings(findings, metrics=metrics)
