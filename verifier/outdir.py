@@ -38,6 +38,16 @@ class OutDir:
         return self.root / "scorecard.json"
 
     @property
+    def signed(self) -> Path:
+        """The signed scorecard: a DSSE envelope (``--sign-key``)."""
+        return self.root / "scorecard.dsse.json"
+
+    @property
+    def summary(self) -> Path:
+        """The scorecard as a human summary in Markdown."""
+        return self.root / "scorecard.md"
+
+    @property
     def previous(self) -> Path:
         """Where a new run moves the files of the run before it."""
         return self.root / "previous"
@@ -52,7 +62,14 @@ class OutDir:
         Returns:
             True when there was an earlier run.
         """
-        names = [self.journal, self.transcript, self.scorecard, self.shards]
+        names = [
+            self.journal,
+            self.transcript,
+            self.scorecard,
+            self.signed,
+            self.summary,
+            self.shards,
+        ]
         present = [p for p in names if p.exists()]
         if not present:
             return False

@@ -119,7 +119,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--baseline",
         metavar="SCORECARD",
         help="scorecard.json of a reference endpoint: families that compare with it report "
-        "agreement (tool-call trigger F1, tool choice)",
+        "agreement (tool-call trigger F1, tool choice, prompt token counts, vision answers)",
+    )
+    group.addoption(
+        "--sign-key",
+        metavar="PATH",
+        help="Ed25519 private key (`verifier keygen`): also write scorecard.dsse.json, the "
+        "scorecard signed as an in-toto statement over the transcript and the corpus",
+    )
+    group.addoption(
+        "--gate",
+        action="store_true",
+        help="apply the day-0 gate: the exit status is 0 only when every family meets its "
+        "thresholds (defaults, the profile's, or --gate-thresholds)",
+    )
+    group.addoption(
+        "--gate-thresholds",
+        metavar="FILE",
+        help="TOML file of gate thresholds per family (implies --gate)",
     )
     group.addoption(
         "--resume",
@@ -167,6 +184,9 @@ def pytest_configure(config: pytest.Config) -> None:
             generated=config.getoption("generated"),
             profile=config.getoption("profile"),
             generated_seed=config.getoption("generated_seed"),
+            gate=config.getoption("gate") or config.getoption("gate_thresholds") is not None,
+            gate_thresholds=_path_or_none(config.getoption("gate_thresholds")),
+            sign_key=_path_or_none(config.getoption("sign_key")),
         )
         from .session import start_session
 

@@ -8,6 +8,7 @@ from typing import Any
 from .cases import Case
 from .checks import FAMILIES
 from .checks.wire import shape_findings
+from .config import TEMPERATURE
 from .endpoint.client import EndpointClient
 from .endpoint.probe import Capabilities
 from .endpoint.response import ChatResult
@@ -55,7 +56,7 @@ class RunContext:
 
     def request(self, case: Case, **fields: Any) -> dict[str, Any]:
         """A chat request for `case`: model, deterministic sampling, then `fields`."""
-        body: dict[str, Any] = {"model": self.model, "temperature": 0, "seed": self.seed}
+        body: dict[str, Any] = {"model": self.model, "temperature": TEMPERATURE, "seed": self.seed}
         body.update(fields)
         return body
 

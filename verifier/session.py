@@ -20,20 +20,25 @@ import pytest
 from . import __version__
 from .cases import Case, Corpus, load_corpus
 from .checks import FAMILIES
-from .config import RunConfig, load_baseline, prepare_out_dir
+from .config import FAMILY_NAMES, RunConfig, load_baseline, prepare_out_dir
 from .endpoint.client import EndpointClient
 from .endpoint.probe import Capabilities, probe, probe_vision
 from .endpoint.tokenize import probe_tokenizer_endpoints
 from .endpoint.transcript import Transcript
 from .errors import VerifierError
+from .gate import evaluate, load_thresholds
+from .gate import summary_lines as gate_lines
 from .journal import FINAL_STATUSES, Journal, read_journal
 from .outcome import Outcome, Status
 from .outdir import OutDir, write_atomic
 from .reference.profiles import load_profile
+from .render.scorecard_markdown import render_scorecard_markdown
 from .report import render_outcome, summary_lines
 from .runner import RunContext, run_case
 from .scorecard.build import build_scorecard
+from .scorecard.provenance import seen_in_transcript
 from .scorecard.validate import scorecard_json
+from .signing import load_private_key, sign_statement, statement
 
 SESSION_KEY = pytest.StashKey["VerifierSession"]()
 WORKER_INPUT_KEY = "verifier"
@@ -77,6 +82,14 @@ class VerifierSession:
         self.out = OutDir(prepare_out_dir(run.out_dir))
         self.profile = None if run.profile is None else load_profile(run.profile)
         self.baseline = None if run.baseline is None else load_baseline(run.baseline)
+        # Loaded before any request, so that a wrong key costs nothing.
+        self.signing_key = (
+            None if run.sign_key is None or self.is_worker else load_private_key(run.sign_key)
+        )
+        self.gate: tuple[dict[str, dict[str, Any]], str] | None = None
+        if run.gate:
+            profile_gate = self.profile.settings.get("gate") if self.profile else None
+            self.gate = load_thresholds(run.gate_thresholds, profile_gate, FAMILY_NAMES)
         self.journal: Journal | None = None
         self.moved_previous = False
         self.sessions = 1
@@ -267,6 +280,10 @@ class VerifierSession:
         contents = read_journal(self.out.journal)
         assert contents.header is not None, "the journal starts with its header"
         sha, records = self.out.transcript_digest()
+        transcript = self.out.transcript
+        seen = (
+            seen_in_transcript(transcript.read_bytes().splitlines()) if transcript.exists() else {}
+        )
         card = build_scorecard(
             contents.header,
             contents.latest(),
@@ -275,8 +292,23 @@ class VerifierSession:
             transcript_records=records,
             sessions=contents.sessions,
             baseline=self.baseline,
+            seen=seen,
         )
+        if self.gate is not None:
+            card["gate"] = evaluate(card, *self.gate)
+            # The gate decides the exit status of a run that got to grade its cases; an
+            # interrupted or broken session keeps pytest's own status.
+            if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+                passed = card["gate"]["passed"]
+                session.exitstatus = pytest.ExitCode.OK if passed else pytest.ExitCode.TESTS_FAILED
         write_atomic(self.out.scorecard, scorecard_json(card))
+        write_atomic(self.out.summary, render_scorecard_markdown(card).encode("utf-8"))
+        if self.signing_key is not None:
+            signed = statement(card, transcript_sha256=sha, corpus_sha256=card["corpus"]["digest"])
+            write_atomic(self.out.signed, sign_statement(signed, self.signing_key))
+        else:
+            # An envelope from an earlier session no longer matches this scorecard.
+            self.out.signed.unlink(missing_ok=True)
         self.scorecard = card
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
@@ -287,7 +319,12 @@ class VerifierSession:
         terminalreporter.write_sep("=", "verifier scorecard")
         for line in summary_lines(card):
             terminalreporter.write_line(line)
+        if "gate" in card:
+            for line in gate_lines(card["gate"]):
+                terminalreporter.write_line(line)
         terminalreporter.write_line(f"scorecard: {self.out.scorecard}")
+        if self.signing_key is not None:
+            terminalreporter.write_line(f"signed: {self.out.signed}")
 
 
 def _resume_mismatch(old: dict[str, Any], new: dict[str, Any]) -> str | None:

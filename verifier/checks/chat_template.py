@@ -31,7 +31,7 @@ from ..endpoint.tokenize import apply_template
 from ..outcome import Finding, Outcome, Status
 from ..reference.template import TemplateError
 from ..reference.tokenizer import encode_all_special
-from .common import excerpt
+from .common import agreement, excerpt
 from .registry import family
 
 if TYPE_CHECKING:
@@ -243,20 +243,28 @@ def _unsupported(message: str, **metrics: Any) -> Outcome:
 def summarize(
     records: Iterable[Mapping[str, Any]], baseline: Mapping[str, Any] | None
 ) -> dict[str, Any]:
-    """How far prompt_tokens strayed: exact cases and the offsets seen (pure)."""
+    """How far prompt_tokens strayed, and how often a baseline's equal ours (pure)."""
     offsets: Counter[int] = Counter()
     exact = 0
+    counts: dict[str, int] = {}
     for record in records:
         metrics = record["outcome"].get("metrics", {})
         if "offset" not in metrics:
             continue
         offsets[metrics["offset"]] += 1
         exact += metrics["offset"] == 0
-    return {
+        counts[record["case"].split("/", 1)[1]] = metrics["actual"]
+    summary: dict[str, Any] = {
         "exact": exact,
         "offsets": {str(k): v for k, v in sorted(offsets.items())},
         "constant_offset": next(iter(offsets)) if len(offsets) == 1 else None,
+        "prompt_tokens": counts,
     }
+    if baseline is not None:
+        summary["baseline"] = agreement(
+            counts, baseline.get("metrics", {}).get("prompt_tokens", {})
+        )
+    return summary
 
 
 @family("chat_template", summarize=summarize)

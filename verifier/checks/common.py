@@ -6,7 +6,7 @@ import dataclasses
 import functools
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -14,6 +14,10 @@ from jsonschema.validators import validator_for
 
 from ..endpoint.response import ChatResult
 from ..outcome import Finding
+from ..scorecard.stats import rate
+
+# How many disagreeing cases a baseline comparison lists.
+SHOWN_DISAGREEMENTS = 10
 
 # Answers whose shape is so broken that nothing else can be graded.
 UNREADABLE = frozenset(
@@ -142,3 +146,22 @@ def excerpt(text: str | None, limit: int = 400) -> str | None:
     if text is None or len(text) <= limit:
         return text
     return text[:limit] + f"... [{len(text) - limit} more characters]"
+
+
+def agreement(ours: Mapping[str, Any], theirs: Mapping[str, Any]) -> dict[str, Any]:
+    """How often this run's per-case values equal a baseline run's, on the cases both have.
+
+    The first disagreements are listed with both values, so a reader sees what differs.
+    """
+    shared = sorted(set(ours) & set(theirs))
+    differ = [c for c in shared if ours[c] != theirs[c]]
+    return {
+        "cases": len(shared),
+        "agreement": rate(len(shared) - len(differ), len(shared)),
+        "differ": [
+            {"case": c, "here": ours[c], "baseline": theirs[c]}
+            for c in differ[:SHOWN_DISAGREEMENTS]
+        ],
+        "only_here": len(set(ours) - set(theirs)),
+        "only_in_baseline": len(set(theirs) - set(ours)),
+    }

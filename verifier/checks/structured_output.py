@@ -34,7 +34,7 @@ from jsonschema import exceptions as jsonschema_exceptions
 from ..endpoint.response import ChatResult
 from ..errors import CaseDataError
 from ..outcome import Finding, Outcome, Status
-from ..scorecard.stats import wilson_interval
+from ..scorecard.stats import rate
 from .common import excerpt, parse_json_output, schema_findings, unreadable_findings
 from .registry import family
 
@@ -191,14 +191,6 @@ def _run_malformed(case: Case, ctx: RunContext) -> Outcome:
     )
 
 
-def _rate(successes: int, trials: int) -> dict[str, Any]:
-    interval = wilson_interval(successes, trials)
-    return {
-        "rate": successes / trials if trials else None,
-        "interval": list(interval) if interval else None,
-    }
-
-
 def _row() -> dict[str, Any]:
     return {"cases": 0, "accepted": 0, "rejected": 0, "valid": 0, "silent": 0}
 
@@ -254,9 +246,9 @@ def summarize(
         violated.update(metrics.get("violated", []))
     for table in (keywords, modes):
         for row in table.values():
-            row["declared_coverage"] = _rate(row["accepted"], row["cases"])
-            row["empirical_coverage"] = _rate(row["valid"], row["accepted"])
-            row["silent_acceptance"] = _rate(row["silent"], row["accepted"])
+            row["declared_coverage"] = rate(row["accepted"], row["cases"])
+            row["empirical_coverage"] = rate(row["valid"], row["accepted"])
+            row["silent_acceptance"] = rate(row["silent"], row["accepted"])
     silent = sorted(
         ((k, r["silent"]) for k, r in keywords.items() if r["silent"]),
         key=lambda kv: (-kv[1], kv[0]),

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..endpoint.response import ChatResult, Choice
 from ..outcome import Finding, Outcome, Status
-from ..scorecard.stats import wilson_interval
+from ..scorecard.stats import rate
 from .common import excerpt, schema_findings, unreadable_findings
 from .registry import family
 from .tool_matching import Call, compare_calls, parse_arguments, signature
@@ -313,16 +313,6 @@ def _evidence(result: ChatResult, name: str) -> dict[str, Any]:
     }
 
 
-def _rate(successes: int, trials: int) -> dict[str, Any]:
-    interval = wilson_interval(successes, trials)
-    return {
-        "rate": successes / trials if trials else None,
-        "interval": list(interval) if interval else None,
-        "successes": successes,
-        "trials": trials,
-    }
-
-
 def summarize(
     records: Iterable[Mapping[str, Any]], baseline: Mapping[str, Any] | None
 ) -> dict[str, Any]:
@@ -344,14 +334,14 @@ def summarize(
     }
     summary: dict[str, Any] = {
         "compared": COMPARED,
-        "request_validity": _rate(valid, total),
-        "pass_k": _rate(sum(bool(m.get("pass_k")) for m in metrics), len(metrics)),
-        "identical_calls": _rate(sum(bool(m.get("identical")) for m in metrics), len(metrics)),
-        "stream_parity": _rate(sum(parity), len(parity)),
+        "request_validity": rate(valid, total),
+        "pass_k": rate(sum(bool(m.get("pass_k")) for m in metrics), len(metrics)),
+        "identical_calls": rate(sum(bool(m.get("identical")) for m in metrics), len(metrics)),
+        "stream_parity": rate(sum(parity), len(parity)),
         "accuracy": {
-            "overall": _rate(sum(accurate_all), len(accurate_all)),
+            "overall": rate(sum(accurate_all), len(accurate_all)),
             "by_category": {
-                category: _rate(sum(values), len(values))
+                category: rate(sum(values), len(values))
                 for category, values in sorted(by_category.items())
             },
             "codes": dict(sorted(quality_codes.items(), key=lambda kv: (-kv[1], kv[0]))),
@@ -387,7 +377,7 @@ def baseline_agreement(
         "trigger_f1": f1,
         "trigger_precision": precision,
         "trigger_recall": recall,
-        "tool_agreement": _rate(same_tools, len(both_called)),
+        "tool_agreement": rate(same_tools, len(both_called)),
         "only_here": len(set(ours) - set(theirs)),
         "only_in_baseline": len(set(theirs) - set(ours)),
     }

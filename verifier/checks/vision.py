@@ -28,7 +28,7 @@ from ..endpoint.response import ChatResult
 from ..images import image_part, invalid_part
 from ..outcome import Finding, Outcome, Status
 from ..reference.image_tokens import image_tokens
-from .common import excerpt
+from .common import agreement, excerpt
 from .registry import family
 from .wire import shape_findings
 
@@ -304,6 +304,8 @@ def _run_invalid(case: Case, ctx: RunContext) -> list[Finding]:
     return shape_findings(result, kind)
 
 
+# The checks whose probes have a known answer (compared with a baseline's).
+ANSWERED = ("semantic", "stale_cache", "transport")
 RUNS = {
     "semantic": _run_semantic,
     "stale_cache": _run_stale_cache,
@@ -317,14 +319,21 @@ RUNS = {
 def summarize(
     records: Iterable[Mapping[str, Any]], baseline: Mapping[str, Any] | None
 ) -> dict[str, Any]:
-    """Per check: cases by status (pure)."""
+    """Cases by status per check; probe results, and their agreement with a baseline's (pure)."""
     checks: dict[str, dict[str, int]] = {}
+    answers: dict[str, str] = {}
     for record in records:
         outcome = record["outcome"]
         check = outcome.get("metrics", {}).get("check", "?")
         row = checks.setdefault(check, {})
         row[outcome["status"]] = row.get(outcome["status"], 0) + 1
-    return {"checks": dict(sorted(checks.items()))}
+        if check in ANSWERED and outcome["status"] in ("pass", "fail"):
+            result = "pass" if outcome["status"] == "pass" else outcome["code"]
+            answers[record["case"].split("/", 1)[1]] = result
+    summary: dict[str, Any] = {"checks": dict(sorted(checks.items())), "answers": answers}
+    if baseline is not None:
+        summary["baseline"] = agreement(answers, baseline.get("metrics", {}).get("answers", {}))
+    return summary
 
 
 @family("vision", summarize=summarize)

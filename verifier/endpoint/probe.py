@@ -8,13 +8,34 @@ so that a wrong URL or key is one clear error, not a thousand failed tests.
 from __future__ import annotations
 
 import dataclasses
+import re
+from collections.abc import Mapping
 from typing import Any
 
 from ..errors import ConfigError, EndpointError
 from .client import EndpointClient
 
-# Response headers worth recording because they identify the server software.
-IDENTIFYING_HEADERS = ("server", "x-powered-by", "openai-version")
+# Response headers worth recording because they identify the server software or deployment.
+IDENTIFYING_HEADERS = (
+    "server",
+    "x-powered-by",
+    "openai-version",
+    "openai-model",
+    "x-model",
+    "x-served-by",
+    "via",
+)
+# A header value that looks like a credential or session token is never recorded.
+_SECRET_LOOKING = re.compile(r"\b(sk|pk|key|tok)[-_][A-Za-z0-9_-]{8,}|[A-Za-z0-9+/_=-]{32,}")
+
+
+def identifying_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """The headers that identify the server, without anything that looks like a secret."""
+    return {
+        name: value
+        for name, value in headers.items()
+        if name in IDENTIFYING_HEADERS and not _SECRET_LOOKING.search(value)
+    }
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -126,7 +147,7 @@ def probe(client: EndpointClient, requested_model: str | None) -> Capabilities:
             f"{client.display_url} rejected a minimal chat request with HTTP {result.status}: "
             f"{str(detail)[:200]}"
         )
-    server = {k: v for k, v in result.headers.items() if k in IDENTIFYING_HEADERS}
+    server = identifying_headers(result.headers)
     return Capabilities(
         model=model,
         models=models or (),

@@ -125,6 +125,7 @@ def build_scorecard(
     transcript_records: int,
     sessions: int = 1,
     baseline: Mapping[str, Any] | None = None,
+    seen: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The scorecard of a run.
 
@@ -136,6 +137,7 @@ def build_scorecard(
         transcript_records: number of records in it.
         sessions: how many sessions the run took (more than 1 after --resume).
         baseline: a scorecard of a reference endpoint to compare with (``--baseline``).
+        seen: served models and system fingerprints of every answer in the transcript.
     """
     settings = header["settings"]
     by_family: dict[str, list[Mapping[str, Any]]] = {name: [] for name in settings["families"]}
@@ -159,9 +161,12 @@ def build_scorecard(
         },
         "endpoint": {
             "url": settings["endpoint"],
+            "requested_model": settings.get("model"),
             "model": capabilities.get("model", settings.get("model")),
             "served_model": capabilities.get("served_model"),
             "system_fingerprint": capabilities.get("system_fingerprint"),
+            "served_models": dict((seen or {}).get("served_models", {})),
+            "system_fingerprints": dict((seen or {}).get("system_fingerprints", {})),
             "server": capabilities.get("server", {}),
             "models": capabilities.get("models", []),
             "tokenizer_endpoints": capabilities.get("tokenizer_endpoints"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 Z95 = 1.959963984540054
 
@@ -25,3 +26,14 @@ def wilson_interval(successes: int, trials: int, z: float = Z95) -> tuple[float,
     low = 0.0 if successes == 0 else max(0.0, centre - half)
     high = 1.0 if successes == trials else min(1.0, centre + half)
     return low, high
+
+
+def rate(successes: int, trials: int) -> dict[str, Any]:
+    """A rate as the scorecard shows it: the point estimate, its Wilson interval, the counts."""
+    interval = wilson_interval(successes, trials)
+    return {
+        "rate": successes / trials if trials else None,
+        "interval": list(interval) if interval else None,
+        "successes": successes,
+        "trials": trials,
+    }

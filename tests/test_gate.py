@@ -1,0 +1,222 @@
+"""The day-0 gate: thresholds loaded and checked, and the exit status it decides."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import VerifierRun
+from verifier import resources
+from verifier.config import FAMILY_NAMES
+from verifier.errors import ConfigError
+from verifier.gate import DEFAULTS, evaluate, family_gate, load_thresholds
+
+Run = Callable[..., VerifierRun]
+Start = Callable[..., str]
+
+
+def entry(
+    passed: int = 20,
+    failed: int = 0,
+    errors: int = 0,
+    unsupported: int = 0,
+    verdict: str | None = None,
+    **metrics: Any,
+) -> dict[str, Any]:
+    graded = passed + failed
+    if verdict is None:
+        verdict = "fail" if failed else "pass"
+    return {
+        "verdict": verdict,
+        "counts": {"pass": passed, "fail": failed, "error": errors, "unsupported": unsupported},
+        "score": passed / graded if graded else None,
+        "metrics": metrics,
+    }
+
+
+def missed(family: dict[str, Any] | None, **limits: Any) -> list[str]:
+    return [m["threshold"] for m in family_gate(family, limits)["missed"]]
+
+
+def test_a_clean_family_meets_the_defaults() -> None:
+    assert missed(entry(), **DEFAULTS) == []
+
+
+def test_each_threshold_can_be_missed() -> None:
+    assert missed(entry(19, 1), min_score=1.0) == ["min_score"]
+    assert missed(entry(19, 1), min_score=0.95) == []
+    assert missed(entry(20, errors=2), max_error_rate=0.05) == ["max_error_rate"]
+    assert missed(entry(5), min_graded=10) == ["min_graded"]
+    silent = [{"keyword": "maxItems", "cases": 3}]
+    assert missed(entry(silent_acceptance=silent), max_silent_acceptance=2) == [
+        "max_silent_acceptance"
+    ]
+    assert missed(entry(silent_acceptance=silent), max_silent_acceptance=3) == []
+    assert missed(entry(pass_k={"rate": 0.5}), min_pass_k=0.9) == ["min_pass_k"]
+    # A pass^k threshold on a family that has none is missed, not ignored.
+    assert missed(entry(), min_pass_k=0.9) == ["min_pass_k"]
+
+
+def test_inconclusive_never_passes() -> None:
+    flaky = entry(10, errors=10, verdict="inconclusive")
+    assert "conclusive" in missed(flaky, min_score=0.0, max_error_rate=1.0)
+
+
+def test_unsupported_is_not_gated_unless_required() -> None:
+    nothing = entry(0, unsupported=30, verdict="unsupported")
+    assert family_gate(nothing, DEFAULTS) == {"gated": False, "passed": True, "missed": []}
+    assert missed(nothing, require=True) == ["require"]
+    assert missed(None, require=True) == ["require"]
+
+
+def test_evaluate_gates_the_families_that_ran_and_the_required_ones() -> None:
+    card = {
+        "settings": {"families": ["wire", "tokenizer"]},
+        "families": {"wire": entry(), "tokenizer": entry(18, 2)},
+    }
+    thresholds = {name: dict(DEFAULTS) for name in FAMILY_NAMES}
+    thresholds["vision"]["require"] = True
+    gate = evaluate(card, thresholds, "defaults")
+    assert set(gate["families"]) == {"wire", "tokenizer", "vision"}
+    assert gate["passed"] is False
+    assert [m["threshold"] for m in gate["families"]["tokenizer"]["missed"]] == ["min_score"]
+    assert gate["families"]["vision"]["missed"][0]["actual"] == "not run"
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_thresholds_layer_defaults_profile_then_file(tmp_path: Path) -> None:
+    profile = {"default": {"min_score": 0.9}, "wire": {"min_graded": 3}}
+    file = write(tmp_path / "gate.toml", "[wire]\nmin_score = 0.5\n")
+    thresholds, source = load_thresholds(file, profile, FAMILY_NAMES)
+    assert source == f"file {file}"
+    assert thresholds["wire"] == {"min_score": 0.5, "max_error_rate": 0.05, "min_graded": 3}
+    assert thresholds["tokenizer"]["min_score"] == 0.9
+    assert thresholds["structured_output"]["max_silent_acceptance"] == 0
+    assert load_thresholds(None, None, FAMILY_NAMES)[1] == "defaults"
+    assert load_thresholds(None, profile, FAMILY_NAMES)[1] == "profile"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[tool_caling]\nmin_score = 1\n", "unknown family [tool_caling] (did you mean"),
+        ("[wire]\nmin_scor = 1\n", "min_scor: unknown threshold (did you mean min_score?)"),
+        ("[wire]\nmin_score = 2\n", "min_score = 2 is a share: 0 to 1"),
+        ("[wire]\nmin_graded = -1\n", "must be >= 0"),
+        ("[wire]\nrequire = 1\n", "require = 1 has the wrong type"),
+        ("[wire]\nmin_graded = true\n", "min_graded = True has the wrong type"),
+        ("wire = 1\n", "[wire] must be a table of thresholds"),
+        ("[wire\n", "is not TOML"),
+    ],
+)
+def test_a_bad_thresholds_file_is_one_line_naming_it(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    file = write(tmp_path / "gate.toml", text)
+    with pytest.raises(ConfigError) as error:
+        load_thresholds(file, None, FAMILY_NAMES)
+    assert message in str(error.value)
+    assert "gate.toml" in str(error.value) and "\n" not in str(error.value)
+
+
+def test_a_missing_thresholds_file_says_so(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_thresholds(tmp_path / "nope.toml", None, FAMILY_NAMES)
+
+
+# End to end: the exit status a CI job sees.
+
+FAMILIES = ("--families", "structured_output,wire", "--repeats", "1")
+
+
+def gated(run: VerifierRun) -> dict[str, Any]:
+    errors = list(resources.validator("scorecard").iter_errors(run.scorecard))
+    assert errors == [], errors
+    return run.scorecard["gate"]
+
+
+@pytest.mark.slow
+def test_the_gate_passes_the_clean_vendor_and_fails_the_defective_one(
+    simulator: Start, run_verifier: Run
+) -> None:
+    clean = run_verifier(simulator(), *FAMILIES, "--gate")
+    assert clean.returncode == 0, clean.stdout[-2000:]
+    assert gated(clean)["passed"] is True
+    assert "gate (defaults): PASS" in clean.stdout
+    defective = run_verifier(simulator("--defect", "ignore-keyword:maxItems"), *FAMILIES, "--gate")
+    assert defective.returncode == 1
+    gate = gated(defective)
+    assert gate["passed"] is False
+    structured = gate["families"]["structured_output"]["missed"]
+    assert {m["threshold"] for m in structured} == {"min_score", "max_silent_acceptance"}
+    assert gate["families"]["wire"]["passed"] is True
+    assert "gate (defaults): FAIL" in defective.stdout
+    assert "structured_output: max_silent_acceptance 0 missed (actual 3)" in defective.stdout
+    summary = (defective.out / "scorecard.md").read_text()
+    assert "## Gate: FAIL" in summary
+    assert "- structured_output: `max_silent_acceptance` 0 missed, actual 3" in summary
+
+
+@pytest.mark.slow
+def test_looser_thresholds_pass_a_run_with_failures(
+    simulator: Start, run_verifier: Run, tmp_path: Path
+) -> None:
+    loose = write(
+        tmp_path / "gate.toml", "[structured_output]\nmin_score = 0.9\nmax_silent_acceptance = 3\n"
+    )
+    url = simulator("--defect", "ignore-keyword:maxItems")
+    run = run_verifier(url, *FAMILIES, "--gate-thresholds", str(loose))
+    assert run.family()["counts"]["fail"] == 3
+    assert run.returncode == 0, "the gate, not the failed cases, decides the exit status"
+    assert gated(run)["source"] == f"file {loose}"
+    without = run_verifier(url, *FAMILIES)
+    assert without.returncode == 1 and "gate" not in without.scorecard
+
+
+@pytest.mark.slow
+def test_an_inconclusive_family_fails_even_the_loosest_gate(
+    simulator: Start, run_verifier: Run, tmp_path: Path
+) -> None:
+    loosest = write(tmp_path / "gate.toml", "[default]\nmin_score = 0.0\nmax_error_rate = 1.0\n")
+    url = simulator("--defect", "http-500-every-3rd", fresh=True)
+    run = run_verifier(
+        url, "--families", "wire", "--max-retries", "0", "--gate-thresholds", str(loosest)
+    )
+    assert run.family("wire")["verdict"] == "inconclusive"
+    assert run.returncode == 1
+    assert [m["threshold"] for m in gated(run)["families"]["wire"]["missed"]] == ["conclusive"]
+
+
+@pytest.mark.slow
+def test_the_profile_s_thresholds_apply(
+    simulator: Start, run_verifier: Run, small_profile_dir: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "profile"
+    shutil.copytree(small_profile_dir, folder)
+    settings = json.loads((folder / "verifier-profile.json").read_text())
+    settings["gate"] = {"structured_output": {"min_score": 0.9, "max_silent_acceptance": 3}}
+    (folder / "verifier-profile.json").write_text(json.dumps(settings))
+    url = simulator("--profile", str(small_profile_dir), "--defect", "ignore-keyword:maxItems")
+    run = run_verifier(url, *FAMILIES, "--profile", str(folder), "--gate")
+    assert gated(run)["source"] == "profile"
+    assert run.returncode == 0
+
+
+@pytest.mark.slow
+def test_a_bad_thresholds_file_stops_the_run_before_any_request(
+    simulator: Start, run_verifier: Run, tmp_path: Path
+) -> None:
+    bad = write(tmp_path / "gate.toml", "[wire]\nmin_score = 7\n")
+    run = run_verifier(simulator(), *FAMILIES, "--gate-thresholds", str(bad))
+    assert run.returncode == 4
+    assert "min_score = 7 is a share" in run.stderr
+    assert not (run.out / "transcript.jsonl").exists()

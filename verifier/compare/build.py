@@ -1,0 +1,198 @@
+"""Build the comparison: vendor names, what makes inputs incomparable, one view per family."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .. import resources
+from .families import VIEWS, generic
+from .inputs import Input
+from .measures import STATUSES, family_measure, verdict_measure
+from .model import (
+    Comparison,
+    Difference,
+    Failure,
+    FamilyView,
+    Row,
+    Table,
+    Vendor,
+    info_row,
+    ranked_row,
+)
+from .provenance import profile_text, short_digest
+
+# Families whose cases are graded against the reference profile (--profile).
+PROFILE_FAMILIES = ("chat_template", "tokenizer", "vision", "wire")
+# Settings that are naturally per vendor: --model names the vendor's own model id.
+PER_VENDOR_SETTINGS = frozenset({"model"})
+# Worst failures shown per vendor and family.
+SHOWN_FAILURES = 3
+
+
+def family_order() -> list[str]:
+    """The families in the scorecard schema's order."""
+    names: list[str] = resources.schema("scorecard")["$defs"]["family_name"]["enum"]
+    return list(names)
+
+
+def vendor_names(
+    cards: Sequence[Mapping[str, Any]], labels: Sequence[str | None] | None = None
+) -> list[str]:
+    """The label given, else URL and model; then the run id, then a number, to make them unique."""
+    labels = labels or [None] * len(cards)
+    names = [
+        label or f"{c['endpoint']['url']} · {c['endpoint'].get('model') or '?'}"
+        for c, label in zip(cards, labels, strict=True)
+    ]
+    counts = Counter(names)
+    names = [
+        f"{name} (run {c['run']['id'][:8]})" if counts[name] > 1 else name
+        for name, c in zip(names, cards, strict=True)
+    ]
+    counts = Counter(names)
+    seen: Counter[str] = Counter()
+    unique = []
+    for name in names:
+        seen[name] += 1
+        unique.append(f"{name} #{seen[name]}" if counts[name] > 1 else name)
+    return unique
+
+
+def _families(cards: Sequence[Mapping[str, Any]]) -> list[str]:
+    present: set[str] = set()
+    for card in cards:
+        present.update(card["families"])
+        present.update(card["settings"].get("families", []))
+    order = family_order()
+    return [f for f in order if f in present] + sorted(present - set(order))
+
+
+def _setting(value: Any) -> str:
+    if value is None:
+        return "default"
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+
+def differences(cards: Sequence[Mapping[str, Any]], families: Sequence[str]) -> list[Difference]:
+    """What the inputs differ in, beyond the vendor itself, and the families it affects."""
+    found: list[Difference] = []
+    everything = tuple(families)
+
+    def differ(aspect: str, values: Sequence[str], affected: Sequence[str]) -> None:
+        if len(set(values)) > 1:
+            found.append(Difference(aspect, tuple(values), tuple(affected) or everything))
+
+    differ("verifier version", [str(c["verifier"].get("version")) for c in cards], everything)
+    corpus_families = set()
+    for key in {k for c in cards for k in c["corpus"].get("families", {})}:
+        if len({c["corpus"].get("families", {}).get(key) for c in cards}) > 1:
+            corpus_families.add(key.split("/", 1)[0])
+    differ(
+        "corpus digest",
+        [short_digest(c["corpus"]["digest"]) for c in cards],
+        [f for f in families if f in corpus_families],
+    )
+    settings = [c["settings"] for c in cards]
+    for key in sorted({k for s in settings for k in s} - PER_VENDOR_SETTINGS):
+        values = [s.get(key) for s in settings]
+        if key == "families":
+            # The order families were asked for in does not change their results.
+            ran = [[f for f in families if f in (v or ())] for v in values]
+            affected = [f for f in families if not all(f in r for r in ran)]
+            differ("families run", [", ".join(r) or "none" for r in ran], affected)
+        elif key == "generated":
+            differ("generated cases", [_setting(v) for v in values], ["structured_output"])
+        else:
+            differ(f"settings: {key}", [_setting(v) for v in values], everything)
+    differ(
+        "reference profile",
+        [profile_text(c.get("profile")) for c in cards],
+        [f for f in families if f in PROFILE_FAMILIES],
+    )
+    return found
+
+
+def notes(cards: Sequence[Mapping[str, Any]], names: Sequence[str]) -> list[str]:
+    """Things a reader should know that do not make the results incomparable."""
+    found = []
+    models = [str(c["endpoint"].get("served_model") or c["endpoint"].get("model")) for c in cards]
+    if len(set(models)) > 1:
+        found.append(
+            "the endpoints name their model differently ("
+            + "; ".join(f"{n}: {m}" for n, m in zip(names, models, strict=True))
+            + "): compare runs of the same model only"
+        )
+    for name, card in zip(names, cards, strict=True):
+        endpoint = card["endpoint"]
+        for field, what in (
+            ("system_fingerprints", "system fingerprints"),
+            ("served_models", "served model names"),
+        ):
+            seen = endpoint.get(field) or {}
+            if len(seen) > 1:
+                listed = ", ".join(f"{k} ×{n}" for k, n in seen.items())
+                found.append(f"{name} answered with {len(seen)} {what} ({listed})")
+        gate = card.get("gate")
+        if isinstance(gate, Mapping) and not gate.get("passed", True):
+            found.append(f"{name} missed its gate ({gate.get('source')})")
+    return found
+
+
+def _cases(family: Mapping[str, Any] | None) -> str | None:
+    if family is None:
+        return None
+    counts = family.get("counts", {})
+    return f"{family.get('cases', 0)}: " + ", ".join(f"{counts.get(s, 0)} {s}" for s in STATUSES)
+
+
+def family_view(
+    name: str, cards: Sequence[Mapping[str, Any]], found: Sequence[Difference]
+) -> FamilyView:
+    """One family across the vendors."""
+    entries = [c["families"].get(name) for c in cards]
+    headline = ranked_row(name, [family_measure(e) for e in entries])
+    key, tables = VIEWS.get(name, generic)(entries)
+    summary = Table(
+        "Summary",
+        "score: passed / graded cases, with its 95% Wilson interval",
+        (
+            Row("verdict and score", headline.cells, headline.higher_is_better),
+            info_row("cases", [_cases(e) for e in entries]),
+        ),
+    )
+    examples = tuple(
+        tuple(
+            Failure(w["case"], w["code"], w["message"], dict(w.get("evidence") or {}))
+            for w in (e or {}).get("worst", [])[:SHOWN_FAILURES]
+        )
+        for e in entries
+    )
+    return FamilyView(
+        name,
+        headline,
+        key,
+        (summary, *tables),
+        examples,
+        tuple(d for d in found if name in d.families),
+    )
+
+
+def build_comparison(inputs: Sequence[Input]) -> Comparison:
+    """The comparison of the inputs' scorecards, in input order."""
+    cards = [i.scorecard for i in inputs]
+    names = vendor_names(cards, [i.label for i in inputs])
+    families = _families(cards)
+    found = differences(cards, families)
+    return Comparison(
+        vendors=tuple(
+            Vendor(name, i.path, i.signature, i.scorecard)
+            for name, i in zip(names, inputs, strict=True)
+        ),
+        overall=ranked_row("overall", [verdict_measure(c["verdict"]) for c in cards]),
+        families=tuple(family_view(name, cards, found) for name in families),
+        differences=tuple(found),
+        notes=tuple(notes(cards, names)),
+    )

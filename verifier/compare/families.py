@@ -1,0 +1,447 @@
+"""Per family: the key sub-metrics and drill-down tables, from what its ``metrics`` hold.
+
+Each function takes the family's scorecard entry per vendor (None where a vendor did
+not run it) and returns (key sub-metric rows, drill-down tables). Metrics a scorecard
+lacks are shown as missing, never guessed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from .measures import (
+    MISSING,
+    count_measure,
+    counted_rate,
+    rate_measure,
+    status_counts_measure,
+)
+from .model import Measure, Row, State, Table, info_row, ranked_row
+
+Entry = Mapping[str, Any] | None
+Entries = Sequence[Entry]
+View = tuple[tuple[Row, ...], tuple[Table, ...]]
+
+# Per-case disagreements listed before "and N more".
+SHOWN_CASES = 20
+
+
+def _metrics(entries: Entries) -> list[Mapping[str, Any] | None]:
+    return [None if e is None else e.get("metrics", {}) for e in entries]
+
+
+def _dig(value: Any, *path: str) -> Any:
+    for key in path:
+        value = value.get(key) if isinstance(value, Mapping) else None
+    return value
+
+
+def _union(mappings: Iterable[Any]) -> list[str]:
+    keys: set[str] = set()
+    for mapping in mappings:
+        if isinstance(mapping, Mapping):
+            keys.update(mapping)
+    return sorted(keys)
+
+
+def _per_vendor(
+    metrics: Sequence[Mapping[str, Any] | None], measure: Callable[[Mapping[str, Any]], Measure]
+) -> list[Measure]:
+    return [MISSING if m is None else measure(m) for m in metrics]
+
+
+def _code_counts(entry: Mapping[str, Any], path: Sequence[str]) -> Mapping[str, Any]:
+    counts = _dig(entry, *path)
+    return counts if isinstance(counts, Mapping) else {}
+
+
+def codes_table(entries: Entries, extra: Sequence[tuple[str, Sequence[str]]] = ()) -> Table:
+    """Failing cases per failure code, transport errors per code; fewer is better.
+
+    Args:
+        entries: the family per vendor.
+        extra: (label prefix, path in the family entry) of further code counts
+            (tool_calling's accuracy codes).
+    """
+    rows = []
+    for prefix, path in (("", ("codes",)), *extra, ("transport error: ", ("errors",))):
+        counts = [None if e is None else _code_counts(e, path) for e in entries]
+        for code in _union(counts):
+            measures = [
+                MISSING if c is None else count_measure(int(c.get(code, 0))) for c in counts
+            ]
+            rows.append(ranked_row(f"{prefix}{code}", measures, higher_is_better=False))
+    return Table(
+        "Failure codes",
+        "cases failing with each code (a case may carry several codes); fewer is better",
+        tuple(rows),
+        empty="No failures and no transport errors.",
+    )
+
+
+def answers_table(entries: Entries) -> Table:
+    """Answers checked against the OpenAI answer and chunk schemas, and requests sent."""
+    metrics = _metrics(entries)
+    shapes = ranked_row(
+        "shape violations",
+        _per_vendor(
+            metrics,
+            lambda m: counted_rate(
+                int(_dig(m, "shapes", "violations") or 0),
+                int(_dig(m, "shapes", "answers") or 0),
+                label="answers",
+            ),
+        ),
+        higher_is_better=False,
+    )
+    requests = info_row(
+        "requests sent", [None if m is None else str(m.get("requests", "–")) for m in metrics]
+    )
+    return Table(
+        "Answers",
+        "every answer of the family checked against the OpenAI answer and chunk schemas; "
+        "fewer violations is better",
+        (shapes, requests),
+    )
+
+
+def disagreements(
+    title: str, values: Sequence[Mapping[str, Any] | None], show: Callable[[Any], str]
+) -> Table | None:
+    """Cases whose recorded value differs between vendors; None with fewer than two vendors."""
+    present = [v for v in values if v is not None]
+    if len(present) < 2:
+        return None
+    rows = []
+    for case in _union(present):
+        texts = [None if v is None or case not in v else show(v[case]) for v in values]
+        if len(set(texts)) > 1:
+            rows.append(info_row(case, texts))
+    return Table(
+        title,
+        "cases where the vendors' recorded values differ (– : not recorded); not ranked",
+        tuple(rows[:SHOWN_CASES]),
+        omitted=max(0, len(rows) - SHOWN_CASES),
+        empty="The vendors agree on every case.",
+    )
+
+
+def _status_table(title: str, note: str, entries: Entries, key: str) -> Table:
+    metrics = _metrics(entries)
+    return Table(
+        title,
+        note,
+        tuple(
+            ranked_row(
+                name,
+                _per_vendor(
+                    metrics,
+                    lambda m, name=name: status_counts_measure((m.get(key) or {}).get(name)),
+                ),
+            )
+            for name in _union(m.get(key) for m in metrics if m is not None)
+        ),
+    )
+
+
+def _failing(metrics: Sequence[Mapping[str, Any] | None], key: str, label: str) -> Row:
+    """How many checks (or categories) have a failing case; fewer is better."""
+
+    def measure(m: Mapping[str, Any]) -> Measure:
+        groups = m.get(key)
+        if not isinstance(groups, Mapping):
+            return MISSING
+        failing = [
+            f"{name} ({counts['fail']})" for name, counts in groups.items() if counts.get("fail")
+        ]
+        return count_measure(len(failing), ", ".join(failing) if failing else "none")
+
+    return ranked_row(label, _per_vendor(metrics, measure), higher_is_better=False)
+
+
+TOOL_RATES = (
+    ("pass^k", "pass_k"),
+    ("accuracy", "accuracy.overall"),
+    ("stream parity", "stream_parity"),
+    ("identical calls", "identical_calls"),
+    ("request validity", "request_validity"),
+)
+TOOL_KEY = ("pass^k", "accuracy", "stream parity")
+
+
+def tool_calling(entries: Entries) -> View:
+    """pass^k, accuracy, determinism, stream parity; accuracy per category; decisions."""
+    metrics = _metrics(entries)
+    rates = tuple(
+        ranked_row(
+            label,
+            _per_vendor(metrics, lambda m, path=path: rate_measure(_dig(m, *path.split(".")))),
+        )
+        for label, path in TOOL_RATES
+    )
+    compared = next((m["compared"] for m in metrics if m and m.get("compared")), None)
+    categories = _union(_dig(m, "accuracy", "by_category") for m in metrics)
+    tables = [
+        Table(
+            "Rates",
+            "pass^k: every repeat of a case passed; accuracy: the expected tools and "
+            "arguments, where the case knows them; stream parity: streamed and non-streamed "
+            "calls agree; identical calls: every repeat made the same calls; request "
+            "validity: answers whose calls honour the tools' schemas"
+            + (f". Compared: {compared}" if compared else ""),
+            rates,
+        ),
+        Table(
+            "Accuracy by category",
+            "the expected tools and arguments, per kind of case",
+            tuple(
+                ranked_row(
+                    category,
+                    _per_vendor(
+                        metrics,
+                        lambda m, c=category: rate_measure(_dig(m, "accuracy", "by_category", c)),
+                    ),
+                )
+                for category in categories
+            ),
+        ),
+        codes_table(entries, extra=(("accuracy: ", ("metrics", "accuracy", "codes")),)),
+        answers_table(entries),
+    ]
+    decided = disagreements(
+        "Tool decisions that differ",
+        [None if m is None else m.get("decisions") for m in metrics],
+        lambda called: ", ".join(called) if called else "no call",
+    )
+    if decided is not None:
+        tables.append(decided)
+    return tuple(r for r in rates if r.label in TOOL_KEY), tuple(tables)
+
+
+def _keyword_measure(row: Mapping[str, Any] | None) -> Measure:
+    """A keyword's (or mode's) cases: accepted, valid, silently accepted, rejected."""
+    if not row or not row.get("cases"):
+        return MISSING
+    cases, accepted = int(row["cases"]), int(row.get("accepted", 0))
+    valid, silent = int(row.get("valid", 0)), int(row.get("silent", 0))
+    if accepted == 0:
+        return Measure(
+            f"UNSUPPORTED (rejected {row.get('rejected', cases)}/{cases})", State.UNSUPPORTED
+        )
+    parts = [f"{accepted}/{cases} accepted", f"{valid}/{accepted} valid"]
+    if silent:
+        parts.append(f"{silent} silently accepted")
+    measure = counted_rate(valid, cases)
+    return Measure(", ".join(parts), State.GRADED, measure.value, measure.interval)
+
+
+def _sum_rows(rows: Any) -> dict[str, int]:
+    total = {"cases": 0, "accepted": 0, "valid": 0, "silent": 0, "rejected": 0}
+    for row in rows.values() if isinstance(rows, Mapping) else ():
+        for key in total:
+            total[key] += int(row.get(key, 0))
+    return total
+
+
+def structured_output(entries: Entries) -> View:
+    """Silent acceptance and declared coverage; the per-keyword and per-mode matrices."""
+    metrics = _metrics(entries)
+
+    def silent(m: Mapping[str, Any]) -> Measure:
+        total = _sum_rows(m.get("modes") or m.get("keywords"))
+        measure = counted_rate(total["silent"], total["accepted"], label="accepted")
+        keywords = ", ".join(
+            f"{s['keyword']} ({s['cases']})" for s in m.get("silent_acceptance", [])
+        )
+        if measure.state is not State.GRADED or not keywords:
+            return measure
+        return Measure(f"{measure.text}: {keywords}", State.GRADED, measure.value, measure.interval)
+
+    def declared(m: Mapping[str, Any]) -> Measure:
+        total = _sum_rows(m.get("modes") or m.get("keywords"))
+        return counted_rate(total["accepted"], total["cases"], label="schemas")
+
+    key = (
+        ranked_row("silent acceptance", _per_vendor(metrics, silent), higher_is_better=False),
+        ranked_row("declared coverage", _per_vendor(metrics, declared)),
+    )
+
+    def matrix(title: str, field: str, note: str) -> Table:
+        return Table(
+            title,
+            note,
+            tuple(
+                ranked_row(
+                    name,
+                    _per_vendor(metrics, lambda m, n=name: _keyword_measure(_dig(m, field, n))),
+                )
+                for name in _union(m.get(field) for m in metrics if m is not None)
+            ),
+        )
+
+    matrix_note = (
+        "accepted: the schema was taken (declared coverage); valid: the output validated "
+        "(empirical coverage); silently accepted: taken, then violated. Ranked by the share "
+        "of cases with valid output"
+    )
+
+    def malformed(field: str, label: str, *, better: bool) -> Row:
+        def measure(m: Mapping[str, Any]) -> Measure:
+            seen = m.get("malformed") or {}
+            if not seen.get("cases"):
+                return MISSING
+            if better:
+                return counted_rate(int(seen.get(field, 0)), int(seen["cases"]))
+            return count_measure(int(seen.get(field, 0)))
+
+        return ranked_row(label, _per_vendor(metrics, measure), higher_is_better=better)
+
+    truncation = ranked_row(
+        "handled",
+        _per_vendor(
+            metrics,
+            lambda m: counted_rate(
+                int(_dig(m, "truncation", "passed") or 0), int(_dig(m, "truncation", "cases") or 0)
+            ),
+        ),
+    )
+    tables = (
+        Table("Key rates", "silent acceptance: fewer is better", key),
+        matrix("Per JSON-Schema keyword", "keywords", matrix_note),
+        matrix("Per mode", "modes", matrix_note),
+        Table(
+            "Malformed response_format",
+            "invalid schemas should be refused with a 4xx and an OpenAI error object",
+            (
+                malformed("rejected_4xx", "rejected with a 4xx", better=True),
+                malformed("accepted", "accepted", better=False),
+                malformed("server_error", "server error (5xx)", better=False),
+                malformed("no_error_object", "refused without an error object", better=False),
+            ),
+        ),
+        Table(
+            "Truncation",
+            "output cut by max_tokens must end with finish_reason length",
+            (truncation,),
+        ),
+        codes_table(entries),
+        answers_table(entries),
+    )
+    return key, tables
+
+
+def chat_template(entries: Entries) -> View:
+    """prompt_tokens against the reference template: exact cases and offsets."""
+    metrics = _metrics(entries)
+
+    def exact(m: Mapping[str, Any]) -> Measure:
+        offsets = m.get("offsets") or {}
+        return counted_rate(int(m.get("exact", 0)), sum(int(n) for n in offsets.values()))
+
+    def offsets(m: Mapping[str, Any] | None) -> str | None:
+        if m is None:
+            return None
+        seen = m.get("offsets") or {}
+        return ", ".join(f"{int(k):+d} ×{n}" for k, n in seen.items()) or "none"
+
+    key = (ranked_row("exact prompt_tokens", _per_vendor(metrics, exact)),)
+    tables = [
+        Table(
+            "prompt_tokens against the reference",
+            "usage.prompt_tokens minus the reference template's count, per case",
+            (info_row("offsets seen (tokens × cases)", [offsets(m) for m in metrics]),),
+        ),
+        codes_table(entries),
+        answers_table(entries),
+    ]
+    counts = disagreements(
+        "prompt_tokens that differ",
+        [None if m is None else m.get("prompt_tokens") for m in metrics],
+        str,
+    )
+    if counts is not None:
+        tables.append(counts)
+    return key, tuple(tables)
+
+
+def tokenizer(entries: Entries) -> View:
+    """Agreement with the reference tokenizer per category; the tokenizer API used."""
+    metrics = _metrics(entries)
+    key = (_failing(metrics, "categories", "failing categories"),)
+    methods = info_row(
+        "tokenizer endpoint used (cases)",
+        [
+            None
+            if m is None
+            else ", ".join(f"{k} ×{n}" for k, n in (m.get("methods") or {}).items()) or "none"
+            for m in metrics
+        ],
+    )
+    tables = (
+        _status_table(
+            "Per category",
+            "cases by status; ranked by the pass share of graded cases",
+            entries,
+            "categories",
+        ),
+        Table("Method", "how token ids were obtained; not ranked", (methods,)),
+        codes_table(entries),
+        answers_table(entries),
+    )
+    return key, tables
+
+
+def vision(entries: Entries) -> View:
+    """Cases per check; probe answers that differ between vendors."""
+    metrics = _metrics(entries)
+    key = (_failing(metrics, "checks", "failing checks"),)
+    tables = [
+        _status_table(
+            "Per check",
+            "cases by status; ranked by the pass share of graded cases",
+            entries,
+            "checks",
+        ),
+        codes_table(entries),
+        answers_table(entries),
+    ]
+    answers = disagreements(
+        "Probe results that differ", [None if m is None else m.get("answers") for m in metrics], str
+    )
+    if answers is not None:
+        tables.append(answers)
+    return key, tuple(tables)
+
+
+def wire(entries: Entries) -> View:
+    """Cases per check, and the answers' shape violations."""
+    metrics = _metrics(entries)
+    answers = answers_table(entries)
+    key = (_failing(metrics, "checks", "failing checks"), answers.rows[0])
+    tables = (
+        _status_table(
+            "Per check",
+            "cases by status; ranked by the pass share of graded cases",
+            entries,
+            "checks",
+        ),
+        codes_table(entries),
+        answers,
+    )
+    return key, tables
+
+
+def generic(entries: Entries) -> View:
+    """A family this version does not know: failure codes and answers only."""
+    return (), (codes_table(entries), answers_table(entries))
+
+
+VIEWS: dict[str, Callable[[Entries], View]] = {
+    "tool_calling": tool_calling,
+    "structured_output": structured_output,
+    "chat_template": chat_template,
+    "tokenizer": tokenizer,
+    "vision": vision,
+    "wire": wire,
+}

@@ -1,0 +1,190 @@
+"""The day-0 gate: per-family thresholds a scorecard must meet, and the verdict on them.
+
+Thresholds come from the defaults below, overridden by the profile's ``gate``
+setting, overridden by a TOML file (``--gate-thresholds FILE``)::
+
+    [default]              # every family
+    min_score = 1.0
+    max_error_rate = 0.05
+
+    [structured_output]
+    max_silent_acceptance = 0
+
+    [tool_calling]
+    min_pass_k = 0.9
+    require = true         # an unsupported or missing family fails the gate
+
+A family that is inconclusive (too many transport errors, too few graded
+cases) fails the gate; it never passes it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+
+THRESHOLDS: dict[str, type | tuple[type, ...]] = {
+    # Share of graded cases that passed (the point estimate; the interval is reported beside).
+    "min_score": (int, float),
+    # Share of attempted cases that ended in a transport error.
+    "max_error_rate": (int, float),
+    # Graded cases (pass + fail) a verdict needs.
+    "min_graded": int,
+    # structured_output: cases whose schema was accepted and whose output broke it.
+    "max_silent_acceptance": int,
+    # tool_calling: share of cases right on every repeat.
+    "min_pass_k": (int, float),
+    # The family must have run and been graded.
+    "require": bool,
+}
+# Conformance by default: no failed check, few transport errors, enough cases to judge.
+# pass^k depends on the model as much as on the serving: set it from a reference run.
+DEFAULTS: dict[str, Any] = {"min_score": 1.0, "max_error_rate": 0.05, "min_graded": 10}
+FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {"structured_output": {"max_silent_acceptance": 0}}
+
+
+def _checked(table: Any, where: str, families: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    """Validate a thresholds table: {"default" | family: {threshold: value}}."""
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{where}: must be a table of families")
+    checked: dict[str, dict[str, Any]] = {}
+    for section, values in table.items():
+        if section != "default" and section not in families:
+            close = difflib.get_close_matches(str(section), families, n=1)
+            hint = f" (did you mean [{close[0]}]?)" if close else ""
+            known = ", ".join(families)
+            raise ConfigError(
+                f"{where}: unknown family [{section}]{hint}; use [default] or one of {known}"
+            )
+        if not isinstance(values, Mapping):
+            raise ConfigError(f"{where}: [{section}] must be a table of thresholds")
+        for key, value in values.items():
+            kind = THRESHOLDS.get(key)
+            if kind is None:
+                close = difflib.get_close_matches(str(key), THRESHOLDS, n=1)
+                hint = f" (did you mean {close[0]}?)" if close else ""
+                known = ", ".join(THRESHOLDS)
+                raise ConfigError(
+                    f"{where}: [{section}] {key}: unknown threshold{hint}; known: {known}"
+                )
+            wrong_bool = isinstance(value, bool) and kind is not bool
+            if wrong_bool or not isinstance(value, kind):
+                raise ConfigError(f"{where}: [{section}] {key} = {value!r} has the wrong type")
+            if kind is not bool and value < 0:
+                raise ConfigError(f"{where}: [{section}] {key} = {value!r} must be >= 0")
+            if key.endswith(("_score", "_rate", "_pass_k")) and value > 1:
+                raise ConfigError(f"{where}: [{section}] {key} = {value!r} is a share: 0 to 1")
+        checked[section] = dict(values)
+    return checked
+
+
+def load_thresholds(
+    path: Path | None, profile_gate: Any, families: tuple[str, ...]
+) -> tuple[dict[str, dict[str, Any]], str]:
+    """The thresholds of every family, and where they came from.
+
+    Raises:
+        ConfigError: the file cannot be read, is not TOML, or names an unknown family,
+            threshold or a value of the wrong type.
+    """
+    layers = [{"default": DEFAULTS, **FAMILY_DEFAULTS}]
+    source = "defaults"
+    if profile_gate is not None:
+        layers.append(_checked(profile_gate, "profile gate", families))
+        source = "profile"
+    if path is not None:
+        try:
+            table = tomllib.loads(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ConfigError(
+                f"--gate-thresholds: cannot read {str(path)!r}: {exc.strerror or exc}"
+            ) from None
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"--gate-thresholds: {str(path)!r} is not TOML: {exc}") from None
+        layers.append(_checked(table, f"--gate-thresholds {path}", families))
+        source = f"file {path}"
+    resolved: dict[str, dict[str, Any]] = {}
+    for family in families:
+        merged: dict[str, Any] = {}
+        for layer in layers:
+            merged.update(layer.get("default", {}))
+            merged.update(layer.get(family, {}))
+        resolved[family] = merged
+    return resolved, source
+
+
+def _silent(family: Mapping[str, Any]) -> int:
+    """structured_output's silent acceptances (schema accepted, output broke it)."""
+    return sum(row.get("cases", 0) for row in family["metrics"].get("silent_acceptance", []))
+
+
+def family_gate(family: Mapping[str, Any] | None, limits: Mapping[str, Any]) -> dict[str, Any]:
+    """Which thresholds a family's scorecard entry misses (pure)."""
+    missed: list[dict[str, Any]] = []
+
+    def miss(threshold: str, limit: Any, actual: Any) -> None:
+        missed.append({"threshold": threshold, "limit": limit, "actual": actual})
+
+    if family is None or family["verdict"] == "unsupported":
+        if limits.get("require"):
+            miss("require", True, "not run" if family is None else "unsupported")
+        return {"gated": False, "passed": not missed, "missed": missed}
+    counts = family["counts"]
+    graded = counts["pass"] + counts["fail"]
+    attempted = graded + counts["error"]
+    if family["verdict"] == "inconclusive":
+        miss("conclusive", True, "inconclusive")
+    if graded < limits.get("min_graded", 0):
+        miss("min_graded", limits["min_graded"], graded)
+    if "min_score" in limits and (family["score"] is None or family["score"] < limits["min_score"]):
+        miss("min_score", limits["min_score"], family["score"])
+    error_rate = counts["error"] / attempted if attempted else 0.0
+    if "max_error_rate" in limits and error_rate > limits["max_error_rate"]:
+        miss("max_error_rate", limits["max_error_rate"], round(error_rate, 4))
+    if "max_silent_acceptance" in limits and "silent_acceptance" in family["metrics"]:
+        silent = _silent(family)
+        if silent > limits["max_silent_acceptance"]:
+            miss("max_silent_acceptance", limits["max_silent_acceptance"], silent)
+    pass_k = family["metrics"].get("pass_k")
+    if "min_pass_k" in limits:
+        rate = pass_k.get("rate") if isinstance(pass_k, Mapping) else None
+        if rate is None or rate < limits["min_pass_k"]:
+            miss("min_pass_k", limits["min_pass_k"], rate)
+    return {"gated": True, "passed": not missed, "missed": missed}
+
+
+def evaluate(
+    scorecard: Mapping[str, Any], thresholds: Mapping[str, Mapping[str, Any]], source: str
+) -> dict[str, Any]:
+    """The gate's verdict on a scorecard: passed only when every family meets its thresholds."""
+    ran = scorecard["families"]
+    families = {
+        name: family_gate(ran.get(name), limits)
+        for name, limits in thresholds.items()
+        if name in ran or name in scorecard["settings"]["families"] or limits.get("require")
+    }
+    return {
+        "passed": all(f["passed"] for f in families.values()),
+        "source": source,
+        "thresholds": {name: dict(thresholds[name]) for name in families},
+        "families": families,
+    }
+
+
+def summary_lines(gate: Mapping[str, Any]) -> list[str]:
+    """The gate's verdict for the terminal: one line overall, one per family that missed."""
+    lines = [f"gate ({gate['source']}): {'PASS' if gate['passed'] else 'FAIL'}"]
+    for name, result in gate["families"].items():
+        for missed in result["missed"]:
+            lines.append(
+                f"  {name}: {missed['threshold']} {missed['limit']!r} missed "
+                f"(actual {missed['actual']!r})"
+            )
+        if not result["gated"] and result["passed"]:
+            lines.append(f"  {name}: not gated (unsupported or not run)")
+    return lines
