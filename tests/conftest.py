@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import socketserver
 import subprocess
 import sys
 import threading
@@ -80,6 +81,13 @@ def simulator() -> Iterator[Callable[..., str]]:
         process.stop()
 
 
+def serve_in_thread(server: socketserver.BaseServer) -> None:
+    """Serve `server` from a daemon thread of this process (stopped with ``shutdown()``)."""
+    threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    ).start()
+
+
 @pytest.fixture
 def local_simulator() -> Iterator[Callable[..., SimulatorServer]]:
     """A simulated vendor served from a thread of this process (for client unit tests)."""
@@ -89,9 +97,7 @@ def local_simulator() -> Iterator[Callable[..., SimulatorServer]]:
         server = SimulatorServer(
             ("127.0.0.1", 0), defects=parse_defects(defects), latency=latency, api_key=api_key
         )
-        threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        ).start()
+        serve_in_thread(server)
         servers.append(server)
         return server
 

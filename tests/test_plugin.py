@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
 import socket
-import subprocess
-import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import VerifierRun, verifier_command
+from tests.conftest import VerifierRun
 from verifier import resources
 from verifier.cases import load_corpus
 
@@ -158,43 +154,6 @@ def test_marker_and_keyword_selection(simulator: Start, run_verifier: Run) -> No
     assert run.stdout.splitlines()[0] == "structured_output::enum-colour"
     none = run_verifier(simulator(), "-m", "tool_calling")
     assert none.returncode == 5
-
-
-@pytest.mark.parametrize("workers", ["0", "4"])
-def test_kill_and_resume_loses_nothing_and_counts_nothing_twice(
-    simulator: Start, run_verifier: Run, tmp_path: Path, workers: str
-) -> None:
-    url = simulator("--latency-ms", "120", "--defect", "json-in-markdown-fence")
-    reference = run_verifier(url, "-n", workers)
-    out = tmp_path / f"killed{workers}"
-    process = subprocess.Popen(
-        verifier_command(url, out, "-n", workers, "--families", "structured_output"),
-        cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    journal = out / "journal.jsonl"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if journal.exists() and journal.read_text().count('"type": "outcome"') >= 5:
-            break
-        time.sleep(0.02)
-    os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
-    done_before = journal.read_text().count('"type": "outcome"')
-    assert 5 <= done_before < N_CASES, "killed halfway"
-    assert not (out / "scorecard.json").exists()
-    resumed = run_verifier(url, "-n", workers, "--resume", out=out)
-    assert f"verifier resume: {done_before} cases already graded" in resumed.stdout
-    assert resumed.family()["counts"] == reference.family()["counts"]
-    assert resumed.family()["codes"] == reference.family()["codes"]
-    assert resumed.scorecard["run"]["sessions"] == 2
-    keys = [r["case"] for r in resumed.journal() if r["type"] == "outcome"]
-    assert len(keys) == len(set(keys)) == N_CASES, "no case journaled twice"
-    chat = [json.loads(line) for line in (out / "transcript.jsonl").read_text().splitlines()]
-    sent = [r["label"] for r in chat if r["label"].startswith("structured_output/")]
-    assert len(sent) <= N_CASES + 4 * int(workers or 1), "resumed cases are not sent again"
 
 
 def test_resume_refuses_a_different_run(

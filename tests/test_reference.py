@@ -134,6 +134,19 @@ def test_the_small_trained_tokenizer_profile(small_profile: Profile) -> None:
             lambda p: (p.mkdir(), (p / "verifier-profile.json").write_text('{"tolerance": 1}')),
             "Additional properties are not allowed",
         ),
+        (
+            lambda p: (
+                p.mkdir(),
+                (p / "chat_template.jinja").write_text("x"),
+                (p / "tiktoken.model").write_text("not base64 and no rank\n"),
+                (p / "tokenizer_spec.json").write_text('{"pat_str": "\\\\w+"}'),
+            ),
+            r"the tokenizer in .*model does not load: ValueError: Error parsing line",
+        ),
+        (
+            lambda p: (p.mkdir(), (p / "chat_template.jinja").write_bytes(b"\xff{{ x }}")),
+            r"cannot read .*model: 'utf-8' codec can't decode byte 0xff",
+        ),
     ],
 )
 def test_profile_errors_name_the_problem(tmp_path: Path, setup: object, message: str) -> None:
@@ -150,5 +163,7 @@ def test_a_template_that_does_not_render_stops_the_load(
     folder.mkdir()
     (folder / "tokenizer.json").write_bytes((small_profile_dir / "tokenizer.json").read_bytes())
     (folder / "chat_template.jinja").write_text("{{ messages[5]['content'] }}")
-    with pytest.raises(ConfigError, match="--profile: the chat template failed"):
+    with pytest.raises(
+        ConfigError, match=r"--profile: .*broken/chat_template\.jinja: the chat template failed"
+    ):
         load_profile(str(folder))

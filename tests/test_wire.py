@@ -6,7 +6,10 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from verifier import resources
 from verifier.checks.wire import (
     invalid_request_findings,
     logprob_findings,
@@ -260,3 +263,39 @@ def test_stop_and_max_tokens() -> None:
     assert codes(max_tokens_findings(answer("He", "stop", usage=usage), 1)) == [
         "max_tokens_not_honoured"
     ]
+
+
+FREE = st.one_of(st.just(""), st.text(max_size=8), st.none(), st.integers())
+
+
+@given(
+    content=FREE,
+    chunk_id=FREE,
+    model=FREE,
+    arguments=FREE,
+    obj=st.sampled_from(["chat.completion.chunk", "chat.completion", 3]),
+    finish=st.sampled_from([None, "stop", "length", "stop_163586", 7]),
+)
+def test_the_shape_cache_never_hides_a_finding(
+    content: object, chunk_id: object, model: object, arguments: object, obj: object, finish: object
+) -> None:
+    chunk = {
+        "id": chunk_id,
+        "object": obj,
+        "created": 1,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "delta": {
+                    "content": content,
+                    "tool_calls": [{"index": 0, "function": {"arguments": arguments}}],
+                },
+                "finish_reason": finish,
+            }
+        ],
+    }
+    uncached = list(resources.validator("chat_completion_chunk").iter_errors(chunk))
+    for _ in range(2):  # the second time, a passing shape comes from the cache
+        findings = shape_findings(ChatResult(stream=True, status=200, chunks=[chunk]))
+        assert bool(findings) == bool(uncached)

@@ -73,6 +73,10 @@ def parse_line(text: str, path: str, line: int, family: str) -> Case:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise CaseDataError(path, line, f"not valid JSON: {exc.msg} (column {exc.colno})") from None
+    except (ValueError, RecursionError) as exc:
+        # Valid JSON syntax that Python refuses: an integer of more than 4300 digits, or
+        # nesting deeper than the interpreter's recursion limit.
+        raise CaseDataError(path, line, f"not valid JSON: {exc}") from None
     validator = resources.validator(f"{family}.case")
     error = jsonschema_exceptions.best_match(validator.iter_errors(data))
     if error is not None:

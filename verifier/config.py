@@ -31,8 +31,6 @@ FAMILY_NAMES = (
 
 # Every check samples at temperature 0 unless it says otherwise (seed checks sample above it).
 TEMPERATURE = 0
-# Requests in flight per pytest-xdist worker.
-CONCURRENCY = 1
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -157,6 +155,9 @@ class RunConfig:
     gate: bool = False
     gate_thresholds: Path | None = None
     sign_key: Path | None = None
+    concurrency: int = 1
+    insecure: bool = False
+    budget: str = "full"
 
     @property
     def endpoint_display(self) -> str:
@@ -176,7 +177,9 @@ class RunConfig:
             "repeats": self.repeats,
             "seed": self.seed,
             "temperature": TEMPERATURE,
-            "concurrency": CONCURRENCY,
+            "concurrency": self.concurrency,
+            "insecure": self.insecure,
+            "budget": self.budget,
         }
         if self.generated:
             settings["generated"] = {"cases": self.generated, "seed": self.generation_seed}
@@ -217,6 +220,9 @@ def prepare_out_dir(path: Path) -> Path:
     Raises:
         ConfigError: naming the folder and the reason.
     """
+    # mkdir would only say "File exists", which reads as if the folder were fine.
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"--out: {str(path)!r} is a file, not a folder")
     try:
         path.mkdir(parents=True, exist_ok=True)
         probe = path / ".verifier-write-test"

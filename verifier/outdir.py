@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -56,29 +57,40 @@ class OutDir:
         """The transcript shard of one process."""
         return self.shards / f"{run_id}.{worker}.{os.getpid()}.jsonl"
 
-    def move_previous(self) -> bool:
+    def move_previous(self, keep_run: str) -> bool:
         """Move an earlier run's files into ``previous/`` so that a new run loses nothing.
+
+        Args:
+            keep_run: the id of the run starting now, whose transcript shards stay.
 
         Returns:
             True when there was an earlier run.
         """
-        names = [
-            self.journal,
-            self.transcript,
-            self.scorecard,
-            self.signed,
-            self.summary,
-            self.shards,
-        ]
+        names = [self.journal, self.transcript, self.scorecard, self.signed, self.summary]
         present = [p for p in names if p.exists()]
-        if not present:
+        shards = [
+            p
+            for p in (self.shards.iterdir() if self.shards.is_dir() else ())
+            if not p.name.startswith(f"{keep_run}.")
+        ]
+        if not present and not shards:
             return False
         if self.previous.exists():
             shutil.rmtree(self.previous)
         self.previous.mkdir()
         for path in present:
             path.rename(self.previous / path.name)
+        if shards:
+            (self.previous / self.shards.name).mkdir()
+            for path in shards:
+                path.rename(self.previous / self.shards.name / path.name)
         return True
+
+    def discard_shard(self, shard: Path) -> None:
+        """Remove a shard of a run that never started (and the shard folder, when empty)."""
+        shard.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            self.shards.rmdir()
 
     def merge_shards(self) -> None:
         """Append every shard's records to the transcript, in time order, then remove the shards.

@@ -139,6 +139,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="TOML file of gate thresholds per family (implies --gate)",
     )
     group.addoption(
+        "--concurrency",
+        metavar="N",
+        type=_option_type("--concurrency", positive_int),
+        default=1,
+        help="cases in flight at once in each process (pytest-xdist's -n multiplies it); "
+        "outcomes do not depend on it (default: 1)",
+    )
+    group.addoption(
+        "--budget",
+        choices=("full", "auto"),
+        default="full",
+        help="auto: stop sending a family's cases (and a case's repeats) once its verdict "
+        "against the gate's min_score is statistically decided (default: full)",
+    )
+    group.addoption(
+        "--insecure",
+        action="store_true",
+        help="do not verify the endpoint's TLS certificate (recorded in the scorecard)",
+    )
+    group.addoption(
         "--resume",
         action="store_true",
         help="continue the run recorded in --out: cases already graded are not sent again",
@@ -187,6 +207,9 @@ def pytest_configure(config: pytest.Config) -> None:
             gate=config.getoption("gate") or config.getoption("gate_thresholds") is not None,
             gate_thresholds=_path_or_none(config.getoption("gate_thresholds")),
             sign_key=_path_or_none(config.getoption("sign_key")),
+            concurrency=config.getoption("concurrency"),
+            insecure=config.getoption("insecure"),
+            budget=config.getoption("budget"),
         )
         from .session import start_session
 

@@ -40,6 +40,25 @@ def redact_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
 
 
+def secret_query_values(url: str) -> list[str]:
+    """The values of the URL's secret-looking query parameters (to redact wherever they go)."""
+    query = urlsplit(url).query
+    return [v for k, v in parse_qsl(query, keep_blank_values=True) if _SECRET_PARAM.search(k)]
+
+
+def split_credentials(url: str) -> tuple[str, dict[str, str]]:
+    """The URL without userinfo and query, and its query parameters.
+
+    The SDK appends paths to its base URL, so a query must travel as parameters of each
+    request; userinfo is dropped, since the key is sent as a Bearer token, never as the
+    URL's Basic credentials.
+    """
+    parts = urlsplit(url)
+    netloc = parts.netloc.rpartition("@")[2]
+    base = urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    return base, dict(parse_qsl(parts.query, keep_blank_values=True))
+
+
 class Redactor:
     """Replaces known secret values anywhere in strings and JSON-like structures.
 

@@ -79,8 +79,23 @@ def summary_lines(card: Mapping[str, Any]) -> list[str]:
         detail = _sub_metrics(family.get("metrics", {}))
         if detail:
             lines.append(f"{'':<{width}}  {detail}")
+    faults = _faults_text(card.get("transcript", {}).get("faults") or {})
+    if faults:
+        lines.append(faults)
     lines.append(f"overall: {card['verdict'].upper()}")
     return lines
+
+
+def _faults_text(faults: Mapping[str, int]) -> str | None:
+    """One line on the transport faults met, by kind, or None when there were none."""
+    kinds = {k: n for k, n in faults.items() if k not in ("retried", "gave_up") and n}
+    if not kinds:
+        return None
+    listed = ", ".join(f"{kind} x{n}" for kind, n in sorted(kinds.items(), key=lambda kv: -kv[1]))
+    return (
+        f"transport faults: {listed}; {faults.get('retried', 0)} retried, "
+        f"{faults.get('gave_up', 0)} gave up"
+    )
 
 
 def _rate_text(label: str, rate: Mapping[str, Any] | None) -> str | None:

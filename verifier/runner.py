@@ -30,6 +30,7 @@ class RunContext:
         observed: every answer the current case got (for the shape checks that run on
             all families); :func:`run_case` gives each case a fresh list.
         profile: the reference model profile (``--profile``), or None.
+        stop_early: ``--budget auto``: a case stops repeating once it is known to fail.
     """
 
     client: EndpointClient
@@ -38,6 +39,7 @@ class RunContext:
     seed: int
     observed: list[ChatResult] = dataclasses.field(default_factory=list)
     profile: Profile | None = None
+    stop_early: bool = False
 
     @property
     def endpoints(self) -> TokenizerEndpoints:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,9 @@ from typing import Any
 import pytest
 
 from . import __version__
+from .budget import Budget
+from .budget import summary as budget_summary
+from .budget import summary_lines as budget_lines
 from .cases import Case, Corpus, load_corpus
 from .checks import FAMILIES
 from .config import FAMILY_NAMES, RunConfig, load_baseline, prepare_out_dir
@@ -25,7 +29,7 @@ from .endpoint.client import EndpointClient
 from .endpoint.probe import Capabilities, probe, probe_vision
 from .endpoint.tokenize import probe_tokenizer_endpoints
 from .endpoint.transcript import Transcript
-from .errors import VerifierError
+from .errors import ConfigError, SigningError, VerifierError
 from .gate import evaluate, load_thresholds
 from .gate import summary_lines as gate_lines
 from .journal import FINAL_STATUSES, Journal, read_journal
@@ -35,6 +39,7 @@ from .reference.profiles import load_profile
 from .render.scorecard_markdown import render_scorecard_markdown
 from .report import render_outcome, summary_lines
 from .runner import RunContext, run_case
+from .schedule import CaseScheduler
 from .scorecard.build import build_scorecard
 from .scorecard.provenance import seen_in_transcript
 from .scorecard.validate import scorecard_json
@@ -83,13 +88,23 @@ class VerifierSession:
         self.profile = None if run.profile is None else load_profile(run.profile)
         self.baseline = None if run.baseline is None else load_baseline(run.baseline)
         # Loaded before any request, so that a wrong key costs nothing.
-        self.signing_key = (
-            None if run.sign_key is None or self.is_worker else load_private_key(run.sign_key)
-        )
+        self.signing_key = None
+        if run.sign_key is not None and not self.is_worker:
+            try:
+                self.signing_key = load_private_key(run.sign_key)
+            except SigningError as exc:
+                raise ConfigError(f"--sign-key: {exc}") from None
         self.gate: tuple[dict[str, dict[str, Any]], str] | None = None
+        profile_gate = self.profile.settings.get("gate") if self.profile else None
         if run.gate:
-            profile_gate = self.profile.settings.get("gate") if self.profile else None
             self.gate = load_thresholds(run.gate_thresholds, profile_gate, FAMILY_NAMES)
+        # --budget auto stops at the gate's thresholds (the defaults without --gate).
+        self.thresholds = (
+            self.gate[0]
+            if self.gate
+            else load_thresholds(run.gate_thresholds, profile_gate, FAMILY_NAMES)[0]
+        )
+        self.budget = Budget(self.thresholds) if run.budget == "auto" else None
         self.journal: Journal | None = None
         self.moved_previous = False
         self.sessions = 1
@@ -98,8 +113,10 @@ class VerifierSession:
             self.run_id: str = shared["run_id"]
             self.capabilities = Capabilities.from_dict(shared["capabilities"])
             self.done: dict[str, dict[str, Any]] = shared["done"]
+            self._count_done()
             worker = config.workerinput["workerid"]  # type: ignore[attr-defined]
             self.client = self._client(worker)
+            self.scheduler = CaseScheduler(self._run_case, run.concurrency)
             return
         self.started = _now()
         self.done = {}
@@ -107,22 +124,41 @@ class VerifierSession:
         self.client = self._client("main")
         try:
             self.capabilities = probe(self.client, run.model)
-            if "vision" in run.families:
-                self.capabilities = dataclasses.replace(
-                    self.capabilities, vision=probe_vision(self.client, self.capabilities.model)
+            model = self.capabilities.model
+            # The feature probes are independent: sent together, they cost one round trip.
+            with ThreadPoolExecutor(2, thread_name_prefix="verifier-probe") as pool:
+                vision = (
+                    pool.submit(probe_vision, self.client, model)
+                    if "vision" in run.families
+                    else None
                 )
-            if {"chat_template", "tokenizer"} & set(run.families):
-                endpoints = probe_tokenizer_endpoints(self.client, self.capabilities.model)
-                self.capabilities = dataclasses.replace(
-                    self.capabilities, tokenizer_endpoints=endpoints.to_dict()
+                endpoints = (
+                    pool.submit(probe_tokenizer_endpoints, self.client, model)
+                    if {"chat_template", "tokenizer"} & set(run.families)
+                    else None
                 )
+                if vision is not None:
+                    self.capabilities = dataclasses.replace(
+                        self.capabilities, vision=vision.result()
+                    )
+                if endpoints is not None:
+                    self.capabilities = dataclasses.replace(
+                        self.capabilities, tokenizer_endpoints=endpoints.result().to_dict()
+                    )
         except VerifierError:
+            # The run never started: --out stays as it was (no previous/ move, no shard).
             self.client.close()
             self.client.transcript.close()
+            if self.client.transcript.path is not None:
+                self.out.discard_shard(self.client.transcript.path)
             raise
         if self.journal is None:
+            if not self.run.resume:
+                self.moved_previous = self.out.move_previous(keep_run=self.run_id)
             header["capabilities"] = self.capabilities.to_dict()
             self.journal = Journal.create(self.out.journal, header)
+        self._count_done()
+        self.scheduler = CaseScheduler(self._run_case, run.concurrency)
 
     def _open_journal(self) -> dict[str, Any]:
         """Resume the journal in --out, or prepare the header of a new run."""
@@ -154,8 +190,6 @@ class VerifierSession:
                 self.sessions = contents.sessions + 1
                 self.journal = Journal.resume(self.out.journal, contents, _now())
                 return old
-        if not self.run.resume:
-            self.moved_previous = self.out.move_previous()
         self.run_id = header["run_id"]
         return header
 
@@ -169,6 +203,7 @@ class VerifierSession:
             timeout=run.timeout,
             max_retries=run.max_retries,
             backoff=run.retry_backoff,
+            insecure=run.insecure,
         )
         client.transcript = Transcript(self.out.shard(self.run_id, worker), client.redactor)
         return client
@@ -181,7 +216,14 @@ class VerifierSession:
             repeats=self.run.repeats,
             seed=self.run.seed,
             profile=self.profile,
+            stop_early=self.budget is not None,
         )
+
+    def _count_done(self) -> None:
+        """Let the budget count the outcomes a resumed run starts with."""
+        if self.budget is not None:
+            for key, outcome in self.done.items():
+                self.budget.record(key.partition("/")[0], outcome["status"])
 
     def worker_input(self) -> dict[str, Any]:
         """What a worker needs from the controller (plain JSON data)."""
@@ -231,12 +273,60 @@ class VerifierSession:
         session.testscollected = len(session.items)
         return True
 
-    def outcome_for(self, case: Case) -> tuple[Outcome, bool]:
-        """The case's outcome: from the journal when resuming, else by running it now."""
+    def outcome_for(self, case: Case) -> tuple[Outcome | None, bool]:
+        """The case's outcome: from the journal when resuming, else from the scheduler.
+
+        None when ``--budget auto`` stopped its family before the case was sent.
+        """
         recorded = self.done.get(case.key)
         if recorded is not None:
             return Outcome.from_dict(recorded), True
-        return run_case(case, self.context()), False
+        return self.scheduler.outcome(case), False
+
+    def _run_case(self, case: Case) -> Outcome | None:
+        if self.budget is not None and self.budget.stopped(case.family):
+            return None
+        outcome = run_case(case, self.context())
+        if self.budget is not None:
+            self.budget.record(case.family, outcome.status)
+        return outcome
+
+    def budget_reason(self, case: Case) -> str:
+        """Why `case` was not sent under ``--budget auto``."""
+        assert self.budget is not None, "only a budgeted run leaves cases unsent"
+        return self.budget.stopped(case.family) or "budget: not sent"
+
+    def _start_ahead(self, items: list[pytest.Item]) -> None:
+        """Let the scheduler start the cases of `items` not graded yet, in this order."""
+        self.scheduler.ahead(
+            item.case
+            for item in items
+            if isinstance(item, CaseItem) and item.case.key not in self.done
+        )
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> None:
+        """Without xdist this process runs every item: start them all ahead.
+
+        The costliest start first, so that no long case is left to run alone at the end;
+        pytest still reports them in their own order.
+        """
+        if not self.is_worker and not self.config.pluginmanager.hasplugin("dsession"):
+            self._start_ahead(sorted(session.items, key=self._cost, reverse=True))
+
+    def _cost(self, item: pytest.Item) -> float:
+        """A case's expected time, in plain requests: its repeats, more for large images."""
+        if not isinstance(item, CaseItem):
+            return 0.0
+        family = FAMILIES[item.case.family]
+        extra = family.cost(item.case) if family.cost else 0.0
+        return self.context().repeats_for(item.case.family) * (1.0 + extra)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
+        """On an xdist worker, start the items it was sent and has not begun yet."""
+        if self.is_worker:
+            self._start_ahead([item, *([nextitem] if nextitem else []), *queued_items(item)])
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
@@ -271,6 +361,7 @@ class VerifierSession:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Close the transcript; on the controller, merge it and write the scorecard."""
+        self.scheduler.close()
         self.client.close()
         self.client.transcript.close()
         if self.is_worker or self.journal is None:
@@ -294,6 +385,12 @@ class VerifierSession:
             baseline=self.baseline,
             seen=seen,
         )
+        if self.budget is not None:
+            card["budget"] = budget_summary(
+                ((r["family"], r["outcome"]["status"]) for r in contents.latest().values()),
+                {name: len(self.corpus.by_family(name)) for name in self.run.families},
+                self.thresholds,
+            )
         if self.gate is not None:
             card["gate"] = evaluate(card, *self.gate)
             # The gate decides the exit status of a run that got to grade its cases; an
@@ -319,6 +416,8 @@ class VerifierSession:
         terminalreporter.write_sep("=", "verifier scorecard")
         for line in summary_lines(card):
             terminalreporter.write_line(line)
+        for line in budget_lines(card["budget"]) if "budget" in card else []:
+            terminalreporter.write_line(line)
         if "gate" in card:
             for line in gate_lines(card["gate"]):
                 terminalreporter.write_line(line)
@@ -327,9 +426,31 @@ class VerifierSession:
             terminalreporter.write_line(f"signed: {self.out.signed}")
 
 
+# Settings a resumed run may change: they change how fast, never what is graded.
+RESUMABLE_SETTINGS = frozenset({"concurrency", "insecure"})
+
+
+def queued_items(item: pytest.Item) -> list[pytest.Item]:
+    """The items an xdist worker was sent and has not started, in its queue's order.
+
+    pytest-xdist keeps them in its worker plugin's ``torun`` queue, which it lets others
+    inspect under the queue's lock. Without it (another xdist), nothing is started ahead.
+    """
+    session = item.session
+    for plugin in session.config.pluginmanager.get_plugins():
+        queue = getattr(plugin, "torun", None)
+        if queue is not None and hasattr(queue, "lock"):
+            with queue.lock() as pending:
+                indices = [index for index in pending if isinstance(index, int)]
+            return [session.items[index] for index in indices]
+    return []
+
+
 def _resume_mismatch(old: dict[str, Any], new: dict[str, Any]) -> str | None:
     """Which setting differs between a journal's run and this one, if any."""
     for key, value in new["settings"].items():
+        if key in RESUMABLE_SETTINGS:
+            continue
         if old.get("settings", {}).get(key) != value:
             return f"{key}: {old.get('settings', {}).get(key)!r} then, {value!r} now"
     if old.get("corpus", {}).get("digest") != new["corpus"]["digest"]:
@@ -376,6 +497,8 @@ class CaseItem(pytest.Item):
         """Send the case's requests and grade them; a transport fault is a pytest error."""
         session = self.config.stash[SESSION_KEY]
         self.outcome, self.resumed = session.outcome_for(self.case)
+        if self.outcome is None:
+            pytest.skip(session.budget_reason(self.case))
         if self.outcome.status is Status.ERROR:
             pytest.fail(render_outcome(self.case, self.outcome), pytrace=False)
 

@@ -133,9 +133,18 @@ def schema_findings(
 
 
 def unreadable_findings(result: ChatResult, attempt: str) -> list[Finding]:
-    """Findings for an answer whose shape prevents grading (garbage body, broken stream)."""
+    """Findings for an answer whose shape prevents grading (garbage body, broken stream).
+
+    A body that is not JSON at all is ``non_json_body`` (the client retried it as a
+    hiccup; it persisted); any other unreadable shape is ``malformed_response``.
+    """
     return [
-        Finding("malformed_response", f"{p.message}", json_path=p.where, attempt=attempt)
+        Finding(
+            "non_json_body" if p.code == "body_not_json" else "malformed_response",
+            p.message,
+            json_path=p.where,
+            attempt=attempt,
+        )
         for p in result.problems
         if p.code in UNREADABLE
     ]

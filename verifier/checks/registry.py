@@ -13,6 +13,8 @@ if TYPE_CHECKING:
 
 RunFunction = Callable[["Case", "RunContext"], "Outcome"]
 CaseCheck = Callable[["Case"], None]
+# A case's cost relative to one plain request (1.0), for ordering the cases in flight.
+Cost = Callable[["Case"], float]
 # (latest outcome records of the family, the baseline scorecard's entry for it) -> sub-metrics
 Summarize = Callable[[Iterable[Mapping[str, Any]], Mapping[str, Any] | None], dict[str, Any]]
 
@@ -30,6 +32,8 @@ class Family:
         summarize: the family's sub-metrics for the scorecard, a pure function of its
             outcome records and the baseline's entry; None when counts say it all.
         description: one line for ``--help`` and the scorecard.
+        cost: how much one request of a case costs beyond a plain one (large images);
+            None when every request costs about the same.
     """
 
     name: str
@@ -38,6 +42,7 @@ class Family:
     check_case: CaseCheck | None = None
     summarize: Summarize | None = None
     description: str = ""
+    cost: Cost | None = None
 
 
 class Registry:
@@ -78,6 +83,7 @@ def family(
     check_case: CaseCheck | None = None,
     summarize: Summarize | None = None,
     description: str = "",
+    cost: Cost | None = None,
 ) -> Callable[[RunFunction], RunFunction]:
     """Register the decorated ``run(case, ctx)`` function as the family `name`."""
 
@@ -90,6 +96,7 @@ def family(
                 check_case,
                 summarize,
                 description or (run.__doc__ or "").strip().split("\n")[0],
+                cost,
             )
         )
         return run

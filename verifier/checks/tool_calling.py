@@ -423,10 +423,15 @@ def run(case: Case, ctx: RunContext) -> Outcome:
         if quality is None:
             quality = accuracy_findings(case, result, name)
         signatures.append((stream, signature(calls_of(result.choice))))
+        if ctx.stop_early and (
+            any(f.code != CUT for f in defects) or determinism_findings(signatures)
+        ):
+            # pass^k is already 0: more repeats cannot change the case's verdict.
+            break
     defects.extend(determinism_findings(signatures))
     called = [call.name for call in first.choice.tool_calls] if first and first.choice else []
     metrics = {
-        "requests": repeats,
+        "requests": len(signatures),
         "category": data["category"],
         "valid_requests": valid,
         "pass_k": valid == repeats,

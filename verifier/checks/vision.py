@@ -336,7 +336,13 @@ def summarize(
     return summary
 
 
-@family("vision", summarize=summarize)
+def cost(case: Case) -> float:
+    """Images cost by their pixels: a 4096x4096 one takes seconds to make, send and decode."""
+    sizes = (image.get("size", [64, 64]) for image in case.data.get("images", []))
+    return sum(width * height for width, height in sizes) / 1e6
+
+
+@family("vision", summarize=summarize, cost=cost)
 def run(case: Case, ctx: RunContext) -> Outcome:
     """Images seen in order and every format, fresh, priced by the rule; bad images refused."""
     check = case.data["check"]

@@ -35,6 +35,13 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="switch on a defect from `verifier defects` (repeatable)",
     )
     parser.add_argument(
+        "--fault-seed",
+        type=int,
+        default=0,
+        metavar="N",
+        help="seed deciding which chat requests the fault-* defects hit (default: 0)",
+    )
+    parser.add_argument(
         "--latency-ms", type=float, default=0.0, help="milliseconds to wait before each answer"
     )
     parser.add_argument(
@@ -92,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
             profile=profile,
             tokenizer_api=args.tokenizer_api,
             vision=not args.no_vision,
+            fault_seed=args.fault_seed,
         )
     except ValueError as exc:
         sys.stderr.write(f"verifier simulate: error: {exc}\n")
@@ -108,7 +116,8 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, stop)
     sys.stdout.write(server.base_url + "\n")
     if defects.active:
-        sys.stdout.write(f"defects: {', '.join(defects.names())}\n")
+        seeded = f" (fault seed {args.fault_seed})" if defects.rates() else ""
+        sys.stdout.write(f"defects: {', '.join(defects.names())}{seeded}\n")
     sys.stdout.flush()
     try:
         server.serve_forever(poll_interval=0.1)

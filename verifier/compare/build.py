@@ -27,7 +27,8 @@ from .provenance import profile_text, short_digest
 # Families whose cases are graded against the reference profile (--profile).
 PROFILE_FAMILIES = ("chat_template", "tokenizer", "vision", "wire")
 # Settings that are naturally per vendor: --model names the vendor's own model id.
-PER_VENDOR_SETTINGS = frozenset({"model"})
+# Settings that may differ without making outcomes differ (how fast, how TLS was checked).
+PER_VENDOR_SETTINGS = frozenset({"model", "concurrency", "insecure"})
 # Worst failures shown per vendor and family.
 SHOWN_FAILURES = 3
 

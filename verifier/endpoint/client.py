@@ -10,13 +10,23 @@ budget are visible and bounded.
 
 Translation of transport failures happens here and only here: a fault that
 outlives the retries becomes an :class:`~verifier.errors.EndpointError`, which
-the runner turns into an ``error`` outcome, never a ``fail``.
+the runner turns into an ``error`` outcome, never a ``fail``. Each attempt's
+transcript record names its fault kind (:data:`FAULT_KINDS`), so that the
+scorecard can count what the transport did.
+
+A chat answer of HTTP 200 whose body is not JSON is retried like a transport
+hiccup (a proxy's error page, a body cut by a middlebox); one that is still not
+JSON after the last retry is returned, so that grading reports it as a failure
+of its own (``non_json_body``): a vendor that always answers so is broken, not
+unlucky. A 200 whose body is JSON but not a chat completion is never retried:
+the answer checks grade it.
 """
 
 from __future__ import annotations
 
 import email.utils
 import random
+import ssl
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -33,7 +43,7 @@ from ..errors import (
     EndpointTimeout,
     EndpointUnreachable,
 )
-from ..redaction import Redactor, redact_url
+from ..redaction import Redactor, redact_url, secret_query_values, split_credentials
 from .response import ChatResult, parse_body, parse_completion
 from .stream import accumulate
 from .transcript import Transcript
@@ -41,6 +51,27 @@ from .transcript import Transcript
 # Sent when no key is configured: servers without auth ignore it, the SDK needs one.
 NO_KEY = "no-key"
 RETRY_AFTER_CAP = 60.0
+# What can go wrong with one attempt, as the transcript's ``fault`` field names it.
+FAULT_KINDS = (
+    "http_429",
+    "http_5xx",
+    "timeout",
+    "reset",
+    "truncated_stream",
+    "non_json_body",
+    "unreachable",
+)
+
+
+class _StreamBroken(Exception):
+    """A stream that broke off after its answer began; its cause is the transport error.
+
+    Carries what arrived (status, headers, the chunks so far) into the transcript.
+    """
+
+    def __init__(self, partial: ChatResult) -> None:
+        super().__init__("the stream broke off")
+        self.partial = partial
 
 
 def describe_transport(exc: BaseException) -> str:
@@ -49,6 +80,11 @@ def describe_transport(exc: BaseException) -> str:
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
+        if isinstance(current, ssl.SSLCertVerificationError):
+            return (
+                f"tls certificate not trusted ({current.verify_message}); --insecure skips "
+                f"the check, for an endpoint you trust"
+            )
         if isinstance(current, OSError) and current.strerror:
             return current.strerror.lower()
         current = current.__cause__ or current.__context__
@@ -81,8 +117,48 @@ def retry_after_seconds(headers: httpx2.Headers | dict[str, str]) -> float | Non
     return max(0.0, (when - datetime.now(when.tzinfo or UTC)).total_seconds())
 
 
-def _is_retryable_status(status: int) -> bool:
-    return status == 429 or status >= 500
+def _causes(exc: BaseException) -> list[BaseException]:
+    """`exc` and the exceptions it was raised from, outermost first."""
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and all(current is not seen for seen in chain):
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
+
+
+def transport_fault(exc: BaseException, *, stream_started: bool) -> str:
+    """The fault kind of a failed attempt: timeout, unreachable, reset or truncated_stream.
+
+    ``reset``: the connection broke after it was made (reset by the peer, or closed in
+    the middle of a body); ``truncated_stream``: a stream whose answer had begun ended
+    before its end, without a reset (no [DONE], no end of the HTTP body).
+    """
+    chain = _causes(exc)
+    if any(isinstance(e, openai.APITimeoutError | httpx2.TimeoutException) for e in chain):
+        return "timeout"
+    broke = httpx2.ReadError | httpx2.WriteError | httpx2.RemoteProtocolError
+    if not any(isinstance(e, broke) for e in chain):
+        return "unreachable"
+    if stream_started and not any(isinstance(e, ConnectionResetError) for e in chain):
+        return "truncated_stream"
+    return "reset"
+
+
+def answer_fault(result: ChatResult, *, non_json: bool) -> str | None:
+    """The fault kind of an HTTP answer that is to be retried, or None when it stands.
+
+    Args:
+        result: the answer.
+        non_json: a 2xx body that is not JSON counts as a fault (chat completions).
+    """
+    if result.status == 429:
+        return "http_429"
+    if result.status >= 500:
+        return "http_5xx"
+    if non_json and result.ok and any(p.code == "body_not_json" for p in result.problems):
+        return "non_json_body"
+    return None
 
 
 class EndpointClient:
@@ -98,6 +174,7 @@ class EndpointClient:
         backoff: the first retry's wait in seconds; doubled each retry, jittered.
         transcript: where every attempt is recorded.
         sleep: the sleep function (tests pass a fake one).
+        insecure: do not verify the server's TLS certificate (``--insecure``).
     """
 
     def __init__(
@@ -111,6 +188,7 @@ class EndpointClient:
         backoff: float = 0.5,
         transcript: Transcript | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        insecure: bool = False,
     ) -> None:
         self.base_url = base_url
         self.display_url = redact_url(base_url)
@@ -119,15 +197,24 @@ class EndpointClient:
         self.max_retries = max_retries
         self.backoff = backoff
         self.timeout = timeout
-        self.redactor = Redactor([api_key, httpx2.URL(base_url).password])
+        self.redactor = Redactor(
+            [api_key, httpx2.URL(base_url).password, *secret_query_values(base_url)]
+        )
         self.transcript = transcript or Transcript(None, self.redactor)
         self._sleep = sleep
         self._random = random.Random()
+        sdk_base, query = split_credentials(base_url)
         self._sdk = openai.OpenAI(
             api_key=api_key or NO_KEY,
-            base_url=base_url,
+            base_url=sdk_base,
+            default_query=query or None,
             timeout=httpx2.Timeout(timeout),
             max_retries=0,
+            # No redirect is followed: a verifier must not send the key (or grade) another
+            # host than the one it was given; a 3xx is reported as what it is.
+            http_client=openai.DefaultHttpxClient(
+                verify=not insecure, follow_redirects=False, timeout=httpx2.Timeout(timeout)
+            ),
         )
 
     def close(self) -> None:
@@ -154,11 +241,13 @@ class EndpointClient:
                 with a 4xx: a persistent 5xx is then the finding).
 
         Returns:
-            The answer, whatever its status, once it is not a retryable fault.
+            The answer, whatever its status, once it is not a retryable fault; a
+            2xx body that is still not JSON after the last retry is returned too.
 
         Raises:
-            EndpointError: the endpoint could not be reached, timed out, rejected
-                the key, or kept answering 429/5xx through every retry.
+            EndpointError: the endpoint could not be reached, timed out, broke off
+                its answer, rejected the key, or kept answering 429/5xx through
+                every retry.
         """
         body = dict(request)
         if stream:
@@ -175,6 +264,7 @@ class EndpointClient:
             label=label,
             keep_persistent_5xx=keep_persistent_5xx,
             url=f"{self.display_url}/chat/completions",
+            retry_non_json=True,
         )
 
     def post_raw(self, content: bytes, *, content_type: str, label: str = "") -> ChatResult:
@@ -190,6 +280,7 @@ class EndpointClient:
             label=label,
             keep_persistent_5xx=True,
             url=f"{self.display_url}/chat/completions",
+            retry_non_json=True,
         )
 
     @property
@@ -209,21 +300,25 @@ class EndpointClient:
             stream=False,
             label=label,
             keep_persistent_5xx=True,
-            url=self.redactor.text(redact_url(url))
-            if url.startswith("http")
-            else f"{self.display_url}{url}",
+            url=self._shown(url),
         )
 
     def get(self, path: str, *, label: str = "") -> ChatResult:
-        """GET a path relative to the base URL (``/models``), parsed like a non-stream answer."""
+        """GET a path of the base URL (``/models``) or an absolute URL, parsed as JSON."""
         return self._with_retries(
             lambda: self._send_get(path),
             body=None,
             stream=False,
             label=label,
             keep_persistent_5xx=False,
-            url=f"{self.display_url}{path}",
+            url=self._shown(path),
         )
+
+    def _shown(self, url: str) -> str:
+        """`url` (a path of the base URL, or absolute) as the transcript records it."""
+        if url.startswith(("http://", "https://")):
+            return self.redactor.text(redact_url(url))
+        return f"{self.display_url}{url}"
 
     def _send_chat(self, body: dict[str, Any], stream: bool) -> ChatResult:
         started = time.perf_counter()
@@ -240,7 +335,10 @@ class EndpointClient:
                     result = parse_completion(response.status_code, response.read(), headers)
                     result.stream = True
                 else:
-                    result = accumulate(response.iter_bytes(), result)
+                    try:
+                        result = accumulate(response.iter_bytes(), result)
+                    except httpx2.TransportError as exc:
+                        raise _StreamBroken(result) from exc
             else:
                 result = parse_completion(response.status_code, response.read(), headers)
         finally:
@@ -295,10 +393,12 @@ class EndpointClient:
         label: str,
         keep_persistent_5xx: bool,
         url: str,
+        retry_non_json: bool = False,
     ) -> ChatResult:
         attempts = self.max_retries + 1
         for attempt in range(1, attempts + 1):
             started = time.perf_counter()
+            final = attempt == attempts
             record: dict[str, Any] = {
                 "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
                 "label": label,
@@ -320,36 +420,45 @@ class EndpointClient:
                 result.stream = stream
                 result.latency = time.perf_counter() - started
             except Exception as exc:  # noqa: BLE001 - translated below, re-raised if unknown
-                error = self._translate(exc, attempt)
+                partial: ChatResult | None = None
+                cause: BaseException = exc
+                if isinstance(exc, _StreamBroken) and exc.__cause__ is not None:
+                    partial, cause = exc.partial, exc.__cause__
+                kind = transport_fault(cause, stream_started=partial is not None)
+                error = self._translate(cause, attempt, kind)
                 record.update(
-                    status=None,
+                    status=partial.status if partial else None,
+                    headers=partial.headers if partial else None,
+                    # What arrived before the break, as evidence of where it broke.
+                    response=partial.chunks if partial else None,
                     error=f"{type(error).__name__}: {error.message}",
+                    fault=kind,
                     latency_ms=round((time.perf_counter() - started) * 1000, 3),
-                    retry=attempt < attempts,
+                    retry=not final,
                 )
                 self.transcript.write(record)
-                if attempt == attempts:
+                if final:
                     raise error from None
                 self._sleep(self._delay(attempt, None))
                 continue
             result.attempts = attempt
-            retryable = _is_retryable_status(result.status)
-            final = attempt == attempts
+            fault = answer_fault(result, non_json=retry_non_json)
             record.update(
                 status=result.status,
                 headers=result.headers,
                 response=result.chunks if result.stream and result.chunks else result.body,
                 problems=[p.code for p in result.problems] or None,
+                fault=fault,
                 latency_ms=round(result.latency * 1000, 3),
-                retry=retryable and not final,
+                retry=fault is not None and not final,
             )
             self.transcript.write(record)
             if result.status in (401, 403):
                 raise EndpointAuthError(self._auth_message(result.status), attempts=attempt)
-            if not retryable:
+            if fault is None:
                 return result
             if final:
-                if keep_persistent_5xx and result.status >= 500:
+                if fault == "non_json_body" or (keep_persistent_5xx and result.status >= 500):
                     return result
                 raise EndpointStatusError(
                     f"{self.display_url} answered HTTP {result.status} to all {attempts} attempts",
@@ -375,18 +484,20 @@ class EndpointClient:
             )
         return f"the endpoint rejected the key in ${self.api_key_env} ({status})"
 
-    def _translate(self, exc: BaseException, attempt: int) -> EndpointError:
-        """Map SDK and httpx exceptions to the verifier's, without the key in the text."""
+    def _translate(self, exc: BaseException, attempt: int, kind: str) -> EndpointError:
+        """Map SDK and httpx exceptions of fault `kind` to the verifier's, without the key.
+
+        Raises:
+            BaseException: `exc` itself when it is no transport failure (a bug of ours).
+        """
+        if not isinstance(exc, openai.APIConnectionError | httpx2.TransportError):
+            raise exc
         reason = self.redactor.text(describe_transport(exc))
         where = self.display_url
-        if isinstance(exc, openai.APITimeoutError | httpx2.TimeoutException):
+        if kind == "timeout":
             return EndpointTimeout(
                 f"{where} did not answer within {self.timeout:g}s", attempts=attempt
             )
-        if isinstance(exc, openai.APIConnectionError | httpx2.ConnectError):
+        if kind == "unreachable":
             return EndpointUnreachable(f"cannot reach {where}: {reason}", attempts=attempt)
-        if isinstance(exc, httpx2.TransportError | httpx2.StreamError):
-            return EndpointProtocolError(
-                f"{where} broke off the answer: {reason}", attempts=attempt
-            )
-        raise exc
+        return EndpointProtocolError(f"{where} broke off the answer: {reason}", attempts=attempt)

@@ -13,7 +13,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import ConfigError, EndpointError
+from ..redaction import redact_url
 from .client import EndpointClient
+from .response import ChatResult
 
 # Response headers worth recording because they identify the server software or deployment.
 IDENTIFYING_HEADERS = (
@@ -85,6 +87,7 @@ class Capabilities:
 def list_models(client: EndpointClient) -> tuple[str, ...] | None:
     """The model ids from ``GET /models``, or None when the endpoint does not serve the list."""
     result = client.get("/models", label="probe/models")
+    refuse_redirect(client, result, "/models")
     if result.status in (404, 405):
         return None
     body = result.body
@@ -96,6 +99,23 @@ def list_models(client: EndpointClient) -> tuple[str, ...] | None:
     return tuple(
         str(item["id"]) for item in body["data"] if isinstance(item, dict) and "id" in item
     )
+
+
+def refuse_redirect(client: EndpointClient, result: ChatResult, path: str) -> None:
+    """Stop the run when the endpoint redirects: the verifier follows no redirect.
+
+    Following one could send the key to another host, and would verify a server other
+    than the one named; the user should name the final URL instead.
+
+    Raises:
+        ConfigError: naming where the endpoint points to.
+    """
+    if 300 <= result.status < 400:
+        target = redact_url(result.headers.get("location", "(no Location header)"))
+        raise ConfigError(
+            f"{client.display_url}{path} redirects to {target} (HTTP {result.status}); the "
+            f"verifier follows no redirect: give the final URL as --endpoint"
+        )
 
 
 def choose_model(requested: str | None, models: tuple[str, ...] | None, where: str) -> str:
@@ -138,6 +158,7 @@ def probe(client: EndpointClient, requested_model: str | None) -> Capabilities:
         "temperature": 0,
     }
     result = client.chat(request, label="probe/chat")
+    refuse_redirect(client, result, "/chat/completions")
     if result.status == 404:
         raise ConfigError(f"{client.display_url} does not serve model {model!r} (404)")
     if not result.ok:

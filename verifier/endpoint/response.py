@@ -184,7 +184,9 @@ def parse_body(status: int, body_bytes: bytes, headers: dict[str, str]) -> ChatR
     result = ChatResult(stream=False, status=status, headers=headers)
     try:
         result.body = json.loads(body_bytes)
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except (ValueError, RecursionError):
+        # ValueError covers bad syntax and bad UTF-8, but also an integer of more than 4300
+        # digits; RecursionError is nesting deeper than the interpreter allows.
         excerpt = body_bytes[:120].decode("utf-8", "replace")
         result.body = excerpt
         result.problems.append(Problem("body_not_json", f"the body is not JSON: {excerpt!r}"))

@@ -146,7 +146,8 @@ class StreamAccumulator:
             self._problem("data_after_done", "data arrived after [DONE]", number)
         try:
             chunk = json.loads(event.data)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):
+            # As in parse_body: also an integer of over 4300 digits, or nesting too deep.
             result.chunks.append(event.data)
             self._problem("chunk_not_json", f"chunk is not JSON: {event.data[:80]!r}", number)
             return

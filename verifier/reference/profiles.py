@@ -159,17 +159,20 @@ def _token_text(value: Any) -> str | None:
     return None
 
 
-def _template_source(root: Path, settings: Mapping[str, Any], config: Mapping[str, Any]) -> str:
+def _template_source(
+    root: Path, settings: Mapping[str, Any], config: Mapping[str, Any]
+) -> tuple[str, str]:
+    """The chat template's text and where it came from (for messages)."""
     named = settings.get("template")
     candidates = [root / named] if named else [root / "chat_template.jinja"]
     for candidate in candidates:
         if candidate.is_file():
-            return candidate.read_text(encoding="utf-8")
+            return candidate.read_text(encoding="utf-8"), str(candidate)
     template = config.get("chat_template")
     if isinstance(template, list):
         template = next((t.get("template") for t in template if t.get("name") == "default"), None)
     if isinstance(template, str):
-        return template
+        return template, f"{root / 'tokenizer_config.json'} (chat_template)"
     raise ConfigError(
         f"--profile: {root} has no chat template (chat_template.jinja or tokenizer_config.json)"
     )
@@ -245,13 +248,25 @@ def load_profile(spec: str) -> Profile:
         if (text := _token_text(config.get(key))) is not None
     }
     try:
-        template = ChatTemplate(_template_source(root, settings, config), variables)
+        source, origin = _template_source(root, settings, config)
+        template = ChatTemplate(source, variables)
         tokenizer = _tokenizer(root, settings, config)
-    except OSError as exc:
+    except TemplateError as exc:
+        raise ConfigError(f"--profile: {origin}: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"--profile: cannot read {root}: {exc}") from None
+    except ConfigError:
+        raise
+    except Exception as exc:
+        # tiktoken and tokenizers report a malformed file with a bare ValueError or
+        # Exception; the user needs to know which folder holds it, in one line.
+        raise ConfigError(
+            f"--profile: the tokenizer in {root} does not load: "
+            f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+        ) from None
     profile = Profile(name, root, template, tokenizer, settings)
     try:
         profile.prompt_ids([{"role": "user", "content": "Hello"}])
     except TemplateError as exc:
-        raise ConfigError(f"--profile: {exc}") from None
+        raise ConfigError(f"--profile: {origin}: {exc}") from None
     return profile

@@ -3,7 +3,9 @@
 The template runs in jinja2's sandbox: it can read the conversation and call
 the helpers chat templates use (``raise_exception``, ``tojson``,
 ``strftime_now``), but it cannot read files, import modules or reach Python
-internals. Unlike Hugging Face's immutable sandbox it may append to lists it
+internals (reaching for one is an error, not an empty string as in the stock
+sandbox), and whatever a template raises is one :class:`TemplateError` line.
+Unlike Hugging Face's immutable sandbox it may append to lists it
 builds, as llama.cpp's engine allows (the Kimi K2 template queues tool-call ids
 that way); it renders a deep copy of the conversation, so nothing the caller
 holds changes. Whitespace follows Hugging Face (``trim_blocks`` and
@@ -21,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jinja2
-from jinja2.sandbox import SandboxedEnvironment
+from jinja2.sandbox import SandboxedEnvironment, SecurityError
 
 from ..errors import ConfigError
 from .tokenizer import special_pattern
@@ -31,6 +33,26 @@ _MARKER = re.compile("\ue000(\\d+)\ue001")
 
 class TemplateError(ConfigError):
     """The chat template does not render (a syntax error, or raise_exception was called)."""
+
+
+class _Sandbox(SandboxedEnvironment):
+    """jinja2's sandbox, made to fail loudly where it would print nothing.
+
+    The stock sandbox turns a refused attribute (``lipsum.__globals__``) into an
+    undefined value that prints as an empty string; a chat template has no business
+    reaching for Python internals, so it stops with an error that names the attribute.
+    """
+
+    def unsafe_undefined(self, obj: Any, attribute: str) -> jinja2.Undefined:
+        """Refuse the attribute at once instead of returning a silent undefined."""
+        raise SecurityError(
+            f"access to attribute {attribute!r} of {type(obj).__name__!r} object is unsafe."
+        )
+
+
+def _one_line(text: str) -> str:
+    """`text` with its line breaks folded, so that a template's error stays one line."""
+    return " ".join(text.split())
 
 
 def _raise_exception(message: str) -> None:
@@ -138,7 +160,8 @@ class ChatTemplate:
     def __init__(self, source: str, variables: Mapping[str, Any] | None = None) -> None:
         self.source = source
         self.variables = dict(variables or {})
-        environment = SandboxedEnvironment(
+        # No loader: include, import and extends have nothing to read files with.
+        environment = _Sandbox(
             trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"]
         )
         environment.filters["tojson"] = _tojson
@@ -147,8 +170,15 @@ class ChatTemplate:
         try:
             self._template = environment.from_string(source)
         except jinja2.exceptions.TemplateSyntaxError as exc:
+            reason = _one_line(exc.message or "")
             raise TemplateError(
-                f"the chat template does not parse: line {exc.lineno}: {exc.message}"
+                f"the chat template does not parse: line {exc.lineno}: {reason}"
+            ) from None
+        except Exception as exc:
+            # The template is text from a model folder: whatever its compilation raises (a
+            # RecursionError for deep nesting) is the template's fault, said in one line.
+            raise TemplateError(
+                f"the chat template does not compile: {type(exc).__name__}: {_one_line(str(exc))}"
             ) from None
 
     def render(
@@ -206,6 +236,10 @@ class ChatTemplate:
         try:
             return str(self._template.render(**context))
         except jinja2.exceptions.TemplateError as exc:
-            raise TemplateError(f"the chat template failed: {exc}") from None
-        except (TypeError, KeyError, AttributeError, IndexError, ValueError) as exc:
-            raise TemplateError(f"the chat template failed: {type(exc).__name__}: {exc}") from None
+            raise TemplateError(f"the chat template failed: {_one_line(str(exc))}") from None
+        except Exception as exc:
+            # The template is code from a model folder: whatever it raises (1/0, a range the
+            # sandbox refuses, runaway recursion) is its fault, never the verifier's crash.
+            raise TemplateError(
+                f"the chat template failed: {type(exc).__name__}: {_one_line(str(exc))}"
+            ) from None

@@ -137,7 +137,8 @@ def build_scorecard(
         transcript_records: number of records in it.
         sessions: how many sessions the run took (more than 1 after --resume).
         baseline: a scorecard of a reference endpoint to compare with (``--baseline``).
-        seen: served models and system fingerprints of every answer in the transcript.
+        seen: served models and system fingerprints of every answer in the transcript,
+            and its transport faults by kind (see ``provenance.seen_in_transcript``).
     """
     settings = header["settings"]
     by_family: dict[str, list[Mapping[str, Any]]] = {name: [] for name in settings["families"]}
@@ -150,6 +151,9 @@ def build_scorecard(
         if items
     }
     capabilities = header.get("capabilities", {})
+    transcript: dict[str, Any] = {"sha256": transcript_sha256, "records": transcript_records}
+    if seen and "faults" in seen:
+        transcript["faults"] = dict(seen["faults"])
     return {
         "schema_version": SCHEMA_VERSION,
         "verifier": {"name": "llm-endpoint-verifier", "version": __version__},
@@ -177,7 +181,7 @@ def build_scorecard(
         "profile": header.get("profile"),
         "verdict": overall_verdict(families),
         "families": families,
-        "transcript": {"sha256": transcript_sha256, "records": transcript_records},
+        "transcript": transcript,
         **({"baseline": baseline_identity(baseline)} if baseline is not None else {}),
     }
 

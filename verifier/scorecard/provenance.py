@@ -1,4 +1,8 @@
-"""What the transcript says about who answered: served models and system fingerprints seen."""
+"""What the transcript says about the run: who answered, and what the transport did.
+
+Served models and system fingerprints are counted over every answer; transport
+faults over every attempt, by the kind the client recorded.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,8 @@ import json
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any
+
+from ..endpoint.client import FAULT_KINDS
 
 
 def _answers(response: Any) -> Iterable[dict[str, Any]]:
@@ -17,13 +23,19 @@ def _answers(response: Any) -> Iterable[dict[str, Any]]:
 
 
 def seen_in_transcript(lines: Iterable[bytes]) -> dict[str, dict[str, int]]:
-    """Served model names and system fingerprints of every answer, with how often each came.
+    """Served models, system fingerprints and transport faults, with how often each came.
 
     A vendor that routes one model name to several builds shows more than one
     fingerprint; lines that are not JSON (a torn last line) are skipped.
+
+    ``faults`` counts attempts by fault kind (``http_429``, ``http_5xx``, ``timeout``,
+    ``reset``, ``truncated_stream``, ``non_json_body``, ``unreachable``), every kind
+    present, zero included; ``retried`` counts attempts that were followed by another,
+    ``gave_up`` requests whose last attempt was still a fault.
     """
     models: Counter[str] = Counter()
     fingerprints: Counter[str] = Counter()
+    faults = dict.fromkeys((*FAULT_KINDS, "retried", "gave_up"), 0)
     for line in lines:
         try:
             record = json.loads(line)
@@ -36,7 +48,12 @@ def seen_in_transcript(lines: Iterable[bytes]) -> dict[str, dict[str, int]]:
                 models[answer["model"]] += 1
             if isinstance(answer.get("system_fingerprint"), str):
                 fingerprints[answer["system_fingerprint"]] += 1
+        fault = record.get("fault")
+        if fault in FAULT_KINDS:
+            faults[fault] += 1
+            faults["retried" if record.get("retry") else "gave_up"] += 1
     return {
         "served_models": dict(models.most_common()),
         "system_fingerprints": dict(fingerprints.most_common()),
+        "faults": faults,
     }

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+
+# The longest the fault-timeout fault holds a request before it closes the connection.
+HOLD_SECONDS = 60.0
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -251,7 +254,99 @@ CATALOGUE: dict[str, DefectSpec] = {
             param="SECONDS",
             default="1",
         ),
+        DefectSpec(
+            "defect-under-concurrency",
+            "structured_output",
+            "while N or more chat requests are in flight, answers the later ones as "
+            "ignore-response-format does (a batching bug); alone it is clean",
+            param="N",
+            default="2",
+        ),
+        DefectSpec(
+            "fault-429",
+            "transport",
+            "answers a share RATE of chat requests with HTTP 429 and Retry-After: 0",
+            param="RATE",
+        ),
+        DefectSpec(
+            "fault-500",
+            "transport",
+            "answers a share RATE of chat requests with HTTP 500",
+            param="RATE",
+        ),
+        DefectSpec(
+            "fault-timeout",
+            "transport",
+            f"holds a share RATE of chat requests without an answer (until the client hangs up, "
+            f"at most {HOLD_SECONDS:g}s)",
+            param="RATE",
+        ),
+        DefectSpec(
+            "fault-reset",
+            "transport",
+            "sends status, headers and part of the body of a share RATE of chat answers, "
+            "then resets the connection",
+            param="RATE",
+        ),
+        DefectSpec(
+            "fault-truncated-stream",
+            "transport",
+            "ends a share RATE of chat streams after some chunks, without data: [DONE] and "
+            "without the end of the HTTP body (non-stream requests are unaffected)",
+            param="RATE",
+        ),
+        DefectSpec(
+            "fault-garbage",
+            "transport",
+            "answers a share RATE of chat requests with HTTP 200, Content-Type "
+            "application/json and a body that is not JSON",
+            param="RATE",
+        ),
+        DefectSpec(
+            "fault-slow-stream",
+            "transport",
+            "writes every chat answer's body one byte at a time, flushing each (slow but correct)",
+        ),
     )
+}
+
+# The seeded transport faults, in the order they are tried on a chat request: at most one
+# applies to a request, the first that fires. They hit POST /v1/chat/completions only,
+# never /v1/models or the tokenizer routes: the probe and model listing are not under test.
+RATE_FAULTS = (
+    "fault-429",
+    "fault-500",
+    "fault-timeout",
+    "fault-reset",
+    "fault-truncated-stream",
+    "fault-garbage",
+)
+
+
+def _rate_problem(text: str) -> str | None:
+    """None when `text` is a share of requests in (0, 1], else what is wrong with it."""
+    try:
+        rate = float(text)
+    except ValueError:
+        return f"RATE must be a number in (0, 1], given {text!r}"
+    if not 0 < rate <= 1:
+        return f"RATE must be in (0, 1], given {text!r}"
+    return None
+
+
+def _count_problem(text: str) -> str | None:
+    """None when `text` is a request count of 2 or more, else what is wrong with it."""
+    if not text.isdigit() or int(text) < 2:
+        return f"N must be a whole number of requests, 2 or more, given {text!r}"
+    return None
+
+
+# Parameters checked when the defects are parsed (by the name the catalogue gives them), so
+# that a typo stops `verifier simulate` at once instead of surfacing mid-run; each with a
+# valid example for the message.
+_PARAM_CHECKS: dict[str, tuple[Callable[[str], str | None], str]] = {
+    "RATE": (_rate_problem, "0.3"),
+    "N": (_count_problem, "2"),
 }
 
 
@@ -272,13 +367,22 @@ class Defects:
         """The active defects as given on the command line."""
         return [name if value is None else f"{name}:{value}" for name, value in self.active.items()]
 
+    def plus(self, name: str) -> Defects:
+        """These defects and one more, for a defect that switches another on per request."""
+        return Defects({**self.active, name: CATALOGUE[name].default})
+
+    def rates(self) -> list[tuple[str, float]]:
+        """The active seeded faults with their rates, in the order they are tried."""
+        return [(name, float(self.active[name] or 0)) for name in RATE_FAULTS if name in self]
+
 
 def parse_defects(values: Iterable[str]) -> Defects:
     """Parse ``--defect`` values.
 
     Raises:
         ValueError: an unknown name (with the closest known one), a parameter
-            given to a defect that takes none, or a repeated defect.
+            given to a defect that takes none, a parameter out of its range (a RATE
+            outside (0, 1]), or a repeated defect.
     """
     active: dict[str, str | None] = {}
     for value in values:
@@ -294,5 +398,11 @@ def parse_defects(values: Iterable[str]) -> Defects:
             raise ValueError(f"defect {name!r} needs a {spec.param}: {name}:{spec.param}")
         if name in active:
             raise ValueError(f"defect {name!r} is given twice")
-        active[name] = param if sep else spec.default
+        value = param if sep else spec.default
+        if value is not None and spec.param in _PARAM_CHECKS:
+            check, example = _PARAM_CHECKS[spec.param]
+            problem = check(value)
+            if problem:
+                raise ValueError(f"defect {name!r}: {problem} (for example {name}:{example})")
+        active[name] = value
     return Defects(active)

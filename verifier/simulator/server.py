@@ -3,25 +3,42 @@
 Standard library only (``http.server``), threaded, keep-alive; streams are
 sent as SSE with chunked transfer encoding. Faults and defects from the
 catalogue are applied here (transport) and in the model (behaviour).
+
+Transport faults only ever hit ``POST /v1/chat/completions``: the model list
+and the tokenizer routes stay clean, so that the probe is not what a fault
+test measures.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import select
+import socket
+import struct
 import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..reference.profiles import Profile
 from ..reference.tokenizer import encode_all_special
 from .answers import completion_body, stream_events
-from .defects import Defects
+from .defects import HOLD_SECONDS, Defects
+from .faults import InFlight, choose_fault
 from .model import MODEL_ID, Path, ToyPath, respond
 from .prompt import PromptPath
 from .validation import Policy, Rejection, request_problem
+
+# What fault-garbage answers: a proxy's error page, sent as if it were the JSON answer.
+GARBAGE = (
+    b"<html><head><title>502 Bad Gateway</title></head>"
+    b"<body><center>upstream sent an invalid response</center></body></html>\n"
+)
+# How often a held request (fault-timeout) looks whether its client has hung up.
+HOLD_POLL = 0.1
 
 
 def error_body(
@@ -45,6 +62,7 @@ class SimulatorServer(ThreadingHTTPServer):
             (/tokenize with messages, return_token_ids), ``llamacpp`` (/apply-template,
             /tokenize with content, /detokenize, /props) or ``none``.
         vision: the vendor takes images; False makes it text-only (images refused, 400).
+        fault_seed: the seed that decides which chat requests the seeded faults hit.
     """
 
     daemon_threads = True
@@ -61,6 +79,7 @@ class SimulatorServer(ThreadingHTTPServer):
         profile: Profile | None = None,
         tokenizer_api: str = "vllm",
         vision: bool = True,
+        fault_seed: int = 0,
     ) -> None:
         self.path_model: Path = PromptPath(profile, defects) if profile else ToyPath(defects)
         super().__init__(address, Handler)
@@ -76,8 +95,17 @@ class SimulatorServer(ThreadingHTTPServer):
             vision=vision,
             max_side=int(images.get("max_side", 4096)),
         )
+        self.fault_seed = fault_seed
+        self.in_flight = InFlight()
+        # Set when the server closes, so that requests held by fault-timeout let go.
+        self.closing = threading.Event()
         self._counter = itertools.count(1)
         self._lock = threading.Lock()
+
+    def server_close(self) -> None:
+        """Let held requests go, then close the listening socket."""
+        self.closing.set()
+        super().server_close()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that hung up (it timed out, or a test cut it) is not a server error."""
@@ -109,20 +137,80 @@ class Handler(BaseHTTPRequestHandler):
     server: SimulatorServer
     server_version = "verifier-simulator"
 
+    def parse_request(self) -> bool:
+        """Note when the request arrived (for Server-Timing), then parse it."""
+        self.arrived = time.perf_counter()
+        return super().parse_request()
+
+    def send_response(self, code: int, message: str | None = None) -> None:
+        """Send the status line and, as ``Server-Timing``, the vendor's own time so far.
+
+        Benchmarks tell the vendor's time from the client's with it (W3C Server Timing).
+        """
+        super().send_response(code, message)
+        arrived = getattr(self, "arrived", None)  # unset when the request line was refused
+        if arrived is not None:
+            elapsed = (time.perf_counter() - arrived) * 1000
+            self.send_header("Server-Timing", f"total;dur={elapsed:.1f}")
+
+    @property
+    def route(self) -> str:
+        """The request's path without its query or a trailing slash."""
+        return urlsplit(self.path).path.rstrip("/")
+
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         """Stay quiet: the verifier's transcript is the record."""
 
     # -- plumbing ------------------------------------------------------------
 
     def _send_json(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(body).encode("utf-8")
+        self._send_bytes(status, json.dumps(body).encode("utf-8"), headers)
+
+    def _send_bytes(
+        self,
+        status: int,
+        data: bytes,
+        headers: dict[str, str] | None = None,
+        *,
+        reset_after: int | None = None,
+    ) -> None:
+        """Send a JSON-typed answer; with `reset_after`, only that many body bytes, then RST."""
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         for key, value in (headers or {}).items():
             self.send_header(key, value)
         self.end_headers()
-        self.wfile.write(data)
+        if reset_after is None:
+            self._write(data)
+            return
+        self._write(data[:reset_after])
+        self._reset()
+
+    def _write(self, data: bytes) -> None:
+        """Write body bytes; under fault-slow-stream one byte at a time, each flushed."""
+        if not self._slow():
+            self.wfile.write(data)
+            return
+        for position in range(len(data)):
+            self.wfile.write(data[position : position + 1])
+            self.wfile.flush()
+
+    def _slow(self) -> bool:
+        return (
+            "fault-slow-stream" in self.server.defects
+            and self.command == "POST"
+            and self.route == "/v1/chat/completions"
+        )
+
+    def _reset(self) -> None:
+        """Drop the connection with a TCP RST (SO_LINGER 0), as a crashing proxy does."""
+        self.close_connection = True
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        # The request reader holds a reference to the socket; closing it first makes the
+        # socket's close release the descriptor now, which is what sends the RST.
+        self.rfile.close()
+        self.connection.close()
 
     def _read_body(self) -> bytes:
         length = int(self.headers.get("Content-Length") or 0)
@@ -144,16 +232,16 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:  # noqa: N802 - http.server naming
         """Models list and health."""
-        if self.path.rstrip("/") == "/health":
+        if self.route == "/health":
             self._send_json(200, {"status": "ok"})
             return
         if not self._authorized():
             return
-        if self.path.rstrip("/") == "/props" and self.server.tokenizer_api == "llamacpp":
+        if self.route == "/props" and self.server.tokenizer_api == "llamacpp":
             assert self.server.profile is not None
             self._send_json(200, {"chat_template": self.server.profile.template.source})
             return
-        if self.path.rstrip("/") == "/v1/models":
+        if self.route == "/v1/models":
             self._send_json(
                 200,
                 {
@@ -164,19 +252,19 @@ class Handler(BaseHTTPRequestHandler):
                 },
             )
             return
-        self._send_json(404, error_body(f"no route GET {self.path}", code="not_found"))
+        self._send_json(404, error_body(f"no route GET {self.route}", code="not_found"))
 
     def do_POST(self) -> None:  # noqa: N802 - http.server naming
         """Chat completions."""
         raw = self._read_body()
         if not self._authorized():
             return
-        route = self.path.rstrip("/")
+        route = self.route
         if route in ("/tokenize", "/detokenize", "/apply-template"):
             self._tokenizer_endpoint(route, raw)
             return
         if route != "/v1/chat/completions":
-            self._send_json(404, error_body(f"no route POST {self.path}", code="not_found"))
+            self._send_json(404, error_body(f"no route POST {self.route}", code="not_found"))
             return
         request: Any = None
         rejection: Rejection | None
@@ -195,20 +283,37 @@ class Handler(BaseHTTPRequestHandler):
         if rejection is not None:
             request = {"model": MODEL_ID, "messages": [{"role": "user", "content": "?"}]}
         number = self.server.next_request_number()
-        if self._fault(number):
+        with self.server.in_flight.enter() as position:
+            self._answer(request, number, position)
+
+    def _answer(self, request: dict[str, Any], number: int, position: int) -> None:
+        """Answer chat request `number`, which arrived as the `position`-th in flight."""
+        server = self.server
+        stream = bool(request.get("stream"))
+        fault = choose_fault(server.defects, server.fault_seed, number, stream=stream)
+        if self._fault(number, fault):
             return
-        if self.server.latency:
-            time.sleep(self.server.latency)
-        path = self.server.path_model
-        reply = respond(request, self.server.defects, number, path)
-        if request.get("stream"):
-            self._stream(stream_events(request, reply, number, self.server.defects, path))
+        if server.latency:
+            time.sleep(server.latency)
+        defects = server.defects
+        threshold = defects.param("defect-under-concurrency")
+        if threshold is not None and position >= int(threshold):
+            defects = defects.plus("ignore-response-format")
+        path = server.path_model
+        reply = respond(request, defects, number, path)
+        if stream:
+            events = stream_events(request, reply, number, defects, path)
+            if fault is None:
+                self._stream(events)
+            else:
+                self._stream_cut(events, reset=fault == "fault-reset")
             return
-        body = completion_body(request, reply, number, self.server.defects, path)
-        if request.get("return_token_ids") and self.server.tokenizer_api == "vllm":
+        body = completion_body(request, reply, number, defects, path)
+        if request.get("return_token_ids") and server.tokenizer_api == "vllm":
             assert isinstance(path, PromptPath)
             body["prompt_token_ids"] = path.prompt_ids(request)
-        self._send_json(200, body)
+        data = json.dumps(body).encode("utf-8")
+        self._send_bytes(200, data, reset_after=len(data) // 2 if fault == "fault-reset" else None)
 
     def _tokenizer_endpoint(self, route: str, raw: bytes) -> None:
         """/tokenize, /detokenize and /apply-template, in the style the vendor offers."""
@@ -275,30 +380,85 @@ class Handler(BaseHTTPRequestHandler):
         """The vendor answers invalid requests as if they were valid (a defect)."""
         return "invalid-request-200" in self.server.defects
 
-    def _fault(self, number: int) -> bool:
-        """Apply transport faults; True when the request was answered by one."""
+    def _fault(self, number: int, fault: str | None) -> bool:
+        """Apply the faults that replace the answer; True when the request got one.
+
+        The faults that cut an answer short (fault-reset, fault-truncated-stream) need
+        the answer, and are applied while it is sent.
+        """
         defects = self.server.defects
+        limited = error_body("simulated rate limit", "rate_limit_error")
         if "http-500-every-3rd" in defects and number % 3 == 0:
             self._send_json(500, error_body("simulated internal error", "server_error"))
-            return True
-        if "http-429-retry-after" in defects and number % 3 == 0:
+        elif "http-429-retry-after" in defects and number % 3 == 0:
             wait = defects.param("http-429-retry-after") or "1"
-            self._send_json(
-                429, error_body("simulated rate limit", "rate_limit_error"), {"Retry-After": wait}
-            )
-            return True
-        return False
+            self._send_json(429, limited, {"Retry-After": wait})
+        elif fault == "fault-429":
+            # Retry-After 0: a client that honours it retries at once, keeping test runs fast.
+            self._send_json(429, limited, {"Retry-After": "0"})
+        elif fault == "fault-500":
+            self._send_json(500, error_body("simulated internal error", "server_error"))
+        elif fault == "fault-garbage":
+            self._send_bytes(200, GARBAGE)
+        elif fault == "fault-timeout":
+            self._hold()
+        else:
+            return False
+        return True
 
-    def _stream(self, events: list[bytes]) -> None:
+    def _hold(self) -> None:
+        """Answer nothing until the client hangs up, the server closes or HOLD_SECONDS pass.
+
+        Each connection has its own thread, so holding one blocks no other request.
+        """
+        self.close_connection = True
+        deadline = time.monotonic() + HOLD_SECONDS
+        while not self.server.closing.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            readable, _, _ = select.select([self.connection], [], [], min(left, HOLD_POLL))
+            if readable:
+                # End of file: the client gave up (a client waiting for its answer sends
+                # nothing more on this connection).
+                return
+
+    def _stream_headers(self) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
+
+    def _stream(self, events: list[bytes]) -> None:
+        self._stream_headers()
         for event in events:
             self._chunk(event)
         self._chunk(b"")
 
+    def _stream_cut(self, events: list[bytes], *, reset: bool) -> None:
+        """Send the first half of a stream's events (never [DONE]) and end the connection.
+
+        Without `reset` the connection is closed in order (FIN) before the last HTTP
+        chunk: the body is visibly incomplete. With `reset` half of the next event is
+        sent too, then the connection is reset.
+        """
+        sent = len(events) // 2
+        self._stream_headers()
+        for event in events[:sent]:
+            self._chunk(event)
+        if reset:
+            framed = self._framed(events[sent])
+            self._write(framed[: len(framed) // 2])
+            self._reset()
+        else:
+            self.close_connection = True
+
+    @staticmethod
+    def _framed(data: bytes) -> bytes:
+        """`data` as one chunk of chunked transfer encoding."""
+        return f"{len(data):x}\r\n".encode() + data + b"\r\n"
+
     def _chunk(self, data: bytes) -> None:
-        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self._write(self._framed(data))
         self.wfile.flush()

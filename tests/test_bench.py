@@ -1,0 +1,113 @@
+"""The benchmark scripts run end to end with their smallest options and report sane figures.
+
+Timings depend on the machine, so nothing here bounds a time: the checks are that the last
+line is the script's JSON record and that its counts and sums hold together.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from tests.conftest import REPO, child_env
+
+pytestmark = pytest.mark.slow
+
+
+def bench(name: str, *args: str) -> dict[str, Any]:
+    """Run ``python bench/<name>.py args`` from the repository root; its last line, parsed."""
+    completed = subprocess.run(
+        [sys.executable, f"bench/{name}.py", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=child_env(),
+    )
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
+    record = json.loads(completed.stdout.splitlines()[-1])
+    assert record["bench"] == name
+    return record
+
+
+def test_overhead() -> None:
+    record = bench("overhead", "--requests", "10", "--concurrency", "1,2", "--warmup", "1")
+    cells = record["cells"]
+    assert {(c["client"], c["mode"], c["concurrency"]) for c in cells} == {
+        (client, mode, threads)
+        for client in ("verifier", "openai-sdk")
+        for mode in ("non-stream", "stream")
+        for threads in (1, 2)
+    }
+    for cell in cells:
+        assert cell["requests"] == 10
+        assert cell["wall_ms_per_request"] > 0 and cell["rps"] > 0
+        assert cell["cpu_ms_per_request"] >= 0 and cell["mean_latency_ms"] > 0
+    assert record["cold_wall_ms"] > 0
+
+
+def test_efficiency() -> None:
+    record = bench(
+        "efficiency",
+        "--concurrency",
+        "4",
+        "--latency-ms",
+        "20",
+        "--families",
+        "wire",
+        "--no-warmup",
+    )
+    [run] = record["runs"]
+    assert run["concurrency"] == run["concurrency_total"] == 4
+    assert set(run["families"]) == {"wire"}
+    assert 0 < run["delayed_requests"] <= run["chat_requests"] <= run["requests"]
+    assert run["floor_s"] == pytest.approx(run["delayed_requests"] * 0.020 / 4, abs=0.001)
+    assert run["process_ratio"] > 0 and run["span_ratio"] >= run["process_ratio"]
+    # The parts are a partition of the process's wall time (each rounded to 1 ms).
+    parts = (
+        "startup_s",
+        "session_to_first_request_s",
+        "probe_s",
+        "collection_s",
+        "cases_floor_s",
+        "inflation_s",
+        "idle_inside_cases_s",
+        "idle_between_cases_s",
+        "catch_up_s",
+        "scorecard_s",
+        "exit_s",
+    )
+    assert sum(run[key] for key in parts) == pytest.approx(run["process_wall_s"], abs=0.02)
+    assert run["verifier_cpu_s"] > 0
+
+
+def test_collection() -> None:
+    record = bench("collection", "--families", "structured_output", "--scale", "2")
+    corpus, grown = record["runs"]
+    assert corpus["scale"] == 1 and grown["scale"] == 2
+    assert grown["generated"] == corpus["cases"] > 0
+    assert grown["cases"] == 2 * corpus["cases"]
+    for run in (corpus, grown):
+        assert 0 < run["first_request_s"] <= run["first_case_request_s"]
+        assert run["collect_only_s"] > 0
+
+
+def test_spend() -> None:
+    record = bench(
+        "spend", "--families", "structured_output", "--defect", "ignore-keyword:maxItems"
+    )
+    clean_full = record["clean_full"]
+    assert clean_full["requests"] == sum(f["requests"] for f in clean_full["families"].values())
+    assert clean_full["families"]["structured_output"]["prompt_tokens"] > 0
+    clean, defective = record["vendors"]
+    assert clean["vendor"] == "clean" and defective["vendor"] == "ignore-keyword:maxItems"
+    assert clean["verdicts_match"] and defective["verdicts_match"]
+    assert clean["requests_saved"] == 0 and clean["full"]["gate_passed"]
+    assert defective["full"]["verdicts"]["structured_output"] == "fail"
+    assert 0 < defective["auto"]["requests"] < defective["full"]["requests"]
+    sent, cases = defective["auto_cases_sent"]["structured_output"]
+    assert sent < cases

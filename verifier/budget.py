@@ -1,0 +1,130 @@
+"""Sequential stopping (``--budget auto``): stop sampling a family once its verdict is known.
+
+A family's score is a pass rate. Once the 95% Wilson interval of the cases graded so far
+lies wholly above or wholly below the gate's ``min_score`` for that family, more cases
+cannot move the verdict the statistics give, so the rest are not sent. Nothing is decided
+before ``min_graded`` cases, so that the gate never sees a family stopped too early to judge.
+The cases are a sample in corpus order, not a random one: a stopped family reports what it
+saw, and the scorecard says how far it got.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .outcome import Status
+from .scorecard.stats import wilson_interval
+
+MODES = ("full", "auto")
+
+
+def decision(passed: int, failed: int, threshold: float, min_graded: int) -> str | None:
+    """``"above"`` or ``"below"`` when the interval of the pass rate clears `threshold`, else None.
+
+    >>> decision(0, 10, 1.0, 10), decision(40, 0, 0.9, 10), decision(9, 0, 0.5, 10)
+    ('below', 'above', None)
+    """
+    graded = passed + failed
+    if graded < max(min_graded, 1):
+        return None
+    low, high = wilson_interval(passed, graded)  # type: ignore[misc]
+    if low > threshold:
+        return "above"
+    if high < threshold:
+        return "below"
+    return None
+
+
+class Budget:
+    """Per-family tallies of this process's graded cases, and which families are decided.
+
+    Safe to use from the scheduler's threads.
+
+    Args:
+        thresholds: each family's gate thresholds (``min_score``, ``min_graded``).
+    """
+
+    def __init__(self, thresholds: Mapping[str, Mapping[str, Any]]) -> None:
+        self._limits = {
+            family: (float(limits.get("min_score", 1.0)), int(limits.get("min_graded", 1)))
+            for family, limits in thresholds.items()
+        }
+        self._tally: dict[str, list[int]] = {family: [0, 0] for family in thresholds}
+        self._lock = threading.Lock()
+
+    def record(self, family: str, status: Status | str) -> None:
+        """Count one graded outcome (errors and unsupported cases are not part of the rate)."""
+        if status not in (Status.PASS, Status.FAIL) or family not in self._tally:
+            return
+        with self._lock:
+            self._tally[family][0 if status == Status.PASS else 1] += 1
+
+    def stopped(self, family: str) -> str | None:
+        """Why the family's remaining cases are not sent, or None while it is undecided."""
+        if family not in self._tally:
+            return None
+        with self._lock:
+            passed, failed = self._tally[family]
+        threshold, min_graded = self._limits[family]
+        side = decision(passed, failed, threshold, min_graded)
+        if side is None:
+            return None
+        low, high = wilson_interval(passed, passed + failed)  # type: ignore[misc]
+        return (
+            f"budget: {family} decided after {passed + failed} graded cases (pass rate 95% "
+            f"interval [{low:.2f}, {high:.2f}] {side} min_score {threshold:g})"
+        )
+
+
+def summary(
+    outcomes: Iterable[tuple[str, str]],
+    cases: Mapping[str, int],
+    thresholds: Mapping[str, Mapping[str, Any]],
+) -> dict[str, Any]:
+    """What the scorecard says of sequential stopping, per family (pure).
+
+    Args:
+        outcomes: (family, status) of every case of the run that has an outcome.
+        cases: how many cases each family has in the corpus.
+        thresholds: each family's gate thresholds.
+    """
+    tally = {family: [0, 0] for family in cases}
+    sent = dict.fromkeys(cases, 0)
+    for family, status in outcomes:
+        if family not in tally:
+            continue
+        sent[family] += 1
+        if status in (Status.PASS, Status.FAIL):
+            tally[family][0 if status == Status.PASS else 1] += 1
+    families: dict[str, Any] = {}
+    for family, total in cases.items():
+        passed, failed = tally[family]
+        limits = thresholds.get(family, {})
+        threshold = float(limits.get("min_score", 1.0))
+        side = decision(passed, failed, threshold, int(limits.get("min_graded", 1)))
+        interval = wilson_interval(passed, passed + failed)
+        families[family] = {
+            "cases": total,
+            "sent": sent[family],
+            "graded": passed + failed,
+            "min_score": threshold,
+            "interval": list(interval) if interval else None,
+            "decided": side,
+        }
+    return {"mode": "auto", "families": families}
+
+
+def summary_lines(budget: Mapping[str, Any]) -> list[str]:
+    """One terminal line per family the budget stopped early."""
+    lines = []
+    for family, entry in budget["families"].items():
+        if entry["decided"] and entry["sent"] < entry["cases"]:
+            low, high = entry["interval"]
+            lines.append(
+                f"budget: {family} stopped after {entry['sent']} of {entry['cases']} cases "
+                f"(pass rate 95% interval [{low:.2f}, {high:.2f}] {entry['decided']} "
+                f"min_score {entry['min_score']:g})"
+            )
+    return lines
