@@ -329,3 +329,28 @@ def test_scorecard_markdown_of_a_passing_run() -> None:
     assert markdown.startswith("# PASS: http://vendor-a.test/v1, model kimi-k2, ")
     assert "No case failed." in markdown
     assert "falls short" not in markdown
+
+
+def test_scorecard_markdown_says_what_the_transport_did_and_where_the_budget_stopped() -> None:
+    a, _ = vendors()
+    assert "transport faults" not in render_scorecard_markdown(a)
+    a["transcript"]["faults"] = {"http_429": 3, "timeout": 1, "retried": 4, "gave_up": 0}
+    a["budget"] = {
+        "mode": "auto",
+        "families": {
+            "tool_calling": {
+                "cases": 172,
+                "sent": 10,
+                "graded": 10,
+                "min_score": 1.0,
+                "interval": [0.0, 0.28],
+                "decided": "below",
+            }
+        },
+    }
+    markdown = render_scorecard_markdown(a)
+    assert "- transport faults: http_429 x3, timeout x1; 4 retried, 0 gave up" in markdown
+    assert (
+        "- budget: tool_calling stopped after 10 of 172 cases (pass rate 95% interval "
+        "[0.00, 0.28] below min_score 1)" in markdown
+    )

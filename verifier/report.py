@@ -79,14 +79,14 @@ def summary_lines(card: Mapping[str, Any]) -> list[str]:
         detail = _sub_metrics(family.get("metrics", {}))
         if detail:
             lines.append(f"{'':<{width}}  {detail}")
-    faults = _faults_text(card.get("transcript", {}).get("faults") or {})
+    faults = faults_text(card.get("transcript", {}).get("faults") or {})
     if faults:
         lines.append(faults)
     lines.append(f"overall: {card['verdict'].upper()}")
     return lines
 
 
-def _faults_text(faults: Mapping[str, int]) -> str | None:
+def faults_text(faults: Mapping[str, int]) -> str | None:
     """One line on the transport faults met, by kind, or None when there were none."""
     kinds = {k: n for k, n in faults.items() if k not in ("retried", "gave_up") and n}
     if not kinds:

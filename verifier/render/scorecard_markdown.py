@@ -6,12 +6,14 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from ..budget import summary_lines as budget_lines
 from ..compare.build import family_order
 from ..compare.families import VIEWS, generic
 from ..compare.measures import STATUSES, family_measure, interval_text
 from ..compare.model import Row, State
 from ..compare.provenance import profile_text, settings_text, timestamp, when_text
 from ..report import _interval as score_text
+from ..report import faults_text
 from .markdown import code, code_block, escape, table
 
 # Evidence values longer than this (or structured) go into a code block.
@@ -263,6 +265,10 @@ def render_scorecard_markdown(scorecard: dict[str, Any]) -> str:
         "Score: passed / graded (pass + fail) cases; unsupported cases are not graded.",
         "",
     ]
+    faults = faults_text(scorecard.get("transcript", {}).get("faults") or {})
+    stopped = budget_lines(scorecard["budget"]) if "budget" in scorecard else []
+    lines += [f"- {escape(line)}" for line in ([faults] if faults else []) + stopped]
+    lines += [""] if faults or stopped else []
     for name, family in families.items():
         lines += _family_lines(name, family)
     lines += _gate(scorecard.get("gate"))
