@@ -9,7 +9,9 @@ cases. Items are ``<family>::<case id>``, collected instead of test files.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -84,6 +86,8 @@ class VerifierSession:
             check = FAMILIES[case.family].check_case
             if check is not None:
                 check(case)
+        if not config.option.collectonly:
+            threading.Thread(target=self._prepare, name="verifier-prepare", daemon=True).start()
         self.out = OutDir(prepare_out_dir(run.out_dir))
         self.profile = None if run.profile is None else load_profile(run.profile)
         self.baseline = None if run.baseline is None else load_baseline(run.baseline)
@@ -159,6 +163,19 @@ class VerifierSession:
             self.journal = Journal.create(self.out.journal, header)
         self._count_done()
         self.scheduler = CaseScheduler(self._run_case, run.concurrency)
+
+    def _prepare(self) -> None:
+        """Do the cases' local work (their images) in the background.
+
+        It runs while the probe waits on the network, so that it does not hold the GIL
+        later, under the requests in flight.
+        """
+        for case in sorted(self.corpus.cases, key=self._case_cost, reverse=True):
+            prepare = FAMILIES[case.family].prepare
+            if prepare is not None:
+                # A failure here is met again, and reported, when the case itself runs.
+                with contextlib.suppress(Exception):
+                    prepare(case)
 
     def _open_journal(self) -> dict[str, Any]:
         """Resume the journal in --out, or prepare the header of a new run."""
@@ -315,12 +332,15 @@ class VerifierSession:
             self._start_ahead(sorted(session.items, key=self._cost, reverse=True))
 
     def _cost(self, item: pytest.Item) -> float:
+        """An item's expected time (see :meth:`_case_cost`); 0 for other items."""
+        return self._case_cost(item.case) if isinstance(item, CaseItem) else 0.0
+
+    def _case_cost(self, case: Case) -> float:
         """A case's expected time, in plain requests: its repeats, more for large images."""
-        if not isinstance(item, CaseItem):
-            return 0.0
-        family = FAMILIES[item.case.family]
-        extra = family.cost(item.case) if family.cost else 0.0
-        return self.context().repeats_for(item.case.family) * (1.0 + extra)
+        family = FAMILIES[case.family]
+        extra = family.cost(case) if family.cost else 0.0
+        repeats = self.run.repeats or family.default_repeats
+        return repeats * (1.0 + extra)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:

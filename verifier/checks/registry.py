@@ -15,6 +15,8 @@ RunFunction = Callable[["Case", "RunContext"], "Outcome"]
 CaseCheck = Callable[["Case"], None]
 # A case's cost relative to one plain request (1.0), for ordering the cases in flight.
 Cost = Callable[["Case"], float]
+# Local work for a case that can be done before any request (cached for its run).
+Prepare = Callable[["Case"], None]
 # (latest outcome records of the family, the baseline scorecard's entry for it) -> sub-metrics
 Summarize = Callable[[Iterable[Mapping[str, Any]], Mapping[str, Any] | None], dict[str, Any]]
 
@@ -34,6 +36,8 @@ class Family:
         description: one line for ``--help`` and the scorecard.
         cost: how much one request of a case costs beyond a plain one (large images);
             None when every request costs about the same.
+        prepare: local work a case needs (its images), done in the background while the
+            probe waits on the network; None when there is none.
     """
 
     name: str
@@ -43,6 +47,7 @@ class Family:
     summarize: Summarize | None = None
     description: str = ""
     cost: Cost | None = None
+    prepare: Prepare | None = None
 
 
 class Registry:
@@ -84,6 +89,7 @@ def family(
     summarize: Summarize | None = None,
     description: str = "",
     cost: Cost | None = None,
+    prepare: Prepare | None = None,
 ) -> Callable[[RunFunction], RunFunction]:
     """Register the decorated ``run(case, ctx)`` function as the family `name`."""
 
@@ -97,6 +103,7 @@ def family(
                 summarize,
                 description or (run.__doc__ or "").strip().split("\n")[0],
                 cost,
+                prepare,
             )
         )
         return run

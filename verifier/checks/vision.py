@@ -342,7 +342,13 @@ def cost(case: Case) -> float:
     return sum(width * height for width, height in sizes) / 1e6
 
 
-@family("vision", summarize=summarize, cost=cost)
+def prepare(case: Case) -> None:
+    """Make the case's images (kept by :func:`~verifier.images.image_part`'s cache)."""
+    for spec in case.data.get("images", []):
+        image_part(spec)
+
+
+@family("vision", summarize=summarize, cost=cost, prepare=prepare)
 def run(case: Case, ctx: RunContext) -> Outcome:
     """Images seen in order and every format, fresh, priced by the rule; bad images refused."""
     check = case.data["check"]
