@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, VerifierRun, serve_in_thread
+from tests.conftest import REPO, VerifierRun, fake_key, serve_in_thread
 from verifier.cases import load_corpus
 from verifier.config import FAMILY_NAMES
 from verifier.errors import CaseDataError
@@ -251,13 +251,13 @@ def test_bad_input_is_one_line_before_any_request(
         (
             401,
             [],
-            {"VENDOR_KEY": "sk-wrong-0123456789abcdef"},
+            {"VENDOR_KEY": fake_key("wrong")},
             r"ERROR: the endpoint rejected the key in \$VENDOR_KEY \(401\)",
         ),
         (
             403,
             [],
-            {"VENDOR_KEY": "sk-wrong-0123456789abcdef"},
+            {"VENDOR_KEY": fake_key("wrong")},
             r"ERROR: the endpoint rejected the key in \$VENDOR_KEY \(403\)",
         ),
         (

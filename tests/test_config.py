@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import fake_key, with_userinfo
 from verifier.config import (
     env_var_name,
     family_list,
@@ -49,16 +50,21 @@ def test_bad_endpoint_names_the_problem(given: str, message: str) -> None:
         normalize_endpoint(given)
 
 
+# Values the tests hide; shaped like credentials, plainly not real ones.
+SECRET = fake_key("redact-me")
+PASSWORD = "not-a-password-52"
+
+
 def test_endpoint_error_never_echoes_a_password() -> None:
     with pytest.raises(argparse.ArgumentTypeError) as info:
-        normalize_endpoint("http://user:hunter22@host:bad/v1")
-    assert "hunter22" not in str(info.value)
+        normalize_endpoint(with_userinfo("http://host:bad/v1", "user", PASSWORD))
+    assert PASSWORD not in str(info.value)
 
 
 def test_api_key_env_rejects_a_key() -> None:
     assert env_var_name("MY_KEY") == "MY_KEY"
     with pytest.raises(argparse.ArgumentTypeError, match="looks like a key"):
-        env_var_name("sk-abcdefghijklmnopqrstuvwxyz")
+        env_var_name(fake_key("option"))
 
 
 def test_numbers() -> None:
@@ -97,14 +103,15 @@ def test_out_dir_must_be_writable(tmp_path: Path) -> None:
 
 
 def test_redact_url_removes_userinfo_and_secret_params() -> None:
-    redacted = redact_url("https://bob:pw123@api.example.com:8443/v1?api_key=s3cret&region=eu")
+    url = with_userinfo("https://api.example.com:8443/v1", "bob", PASSWORD)
+    redacted = redact_url(f"{url}?api_key={SECRET}&region=eu")
     assert redacted == "https://api.example.com:8443/v1?api_key=[REDACTED]&region=eu"
 
 
 def test_redactor_replaces_secrets_everywhere() -> None:
-    redactor = Redactor(["sk-secret-value", None, "ab"])
-    data = {"sk-secret-value": ["x sk-secret-value y", 3], "ab": "ab"}
+    redactor = Redactor([SECRET, None, "ab"])
+    data = {SECRET: [f"x {SECRET} y", 3], "ab": "ab"}
     assert redactor.data(data) == {"[REDACTED]": ["x [REDACTED] y", 3], "ab": "ab"}
-    assert redactor.headers([("Authorization", "Bearer z"), ("Server", "sk-secret-value")]) == {
+    assert redactor.headers([("Authorization", "Bearer z"), ("Server", SECRET)]) == {
         "server": "[REDACTED]"
     }

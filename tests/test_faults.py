@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import VerifierRun, serve_in_thread, verify
+from tests.conftest import VerifierRun, fake_key, serve_in_thread, verify
 from verifier import resources
 from verifier.cases import load_corpus
 from verifier.checks.structured_output import output_findings
@@ -58,7 +58,7 @@ STRUCTURED = {
         },
     },
 }
-KEY = "sk-fault-test-0123456789"
+KEY = fake_key("fault-test")
 
 
 @pytest.fixture

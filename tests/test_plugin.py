@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import VerifierRun
+from tests.conftest import VerifierRun, fake_key
 from verifier import resources
 from verifier.cases import load_corpus
 
@@ -200,22 +200,24 @@ def test_unreachable_endpoint_is_one_line(run_verifier: Run) -> None:
     )
 
 
+RIGHT = fake_key("right")
+WRONG = fake_key("wrong")
+
+
 def test_wrong_key_is_one_line_and_never_printed(simulator: Start, run_verifier: Run) -> None:
-    url = simulator("--require-key-env", "SIM_KEY", env={"SIM_KEY": "sk-right-0123456789abcdef"})
-    run = run_verifier(
-        url, "--api-key-env", "VENDOR_KEY", env={"VENDOR_KEY": "sk-wrong-0123456789abcdef"}
-    )
+    url = simulator("--require-key-env", "SIM_KEY", env={"SIM_KEY": RIGHT})
+    run = run_verifier(url, "--api-key-env", "VENDOR_KEY", env={"VENDOR_KEY": WRONG})
     assert run.returncode == 4
     assert one_error_line(run) == "ERROR: the endpoint rejected the key in $VENDOR_KEY (401)"
     for path in run.out.rglob("*"):
         if path.is_file():
-            assert "sk-wrong" not in path.read_text()
-    good = run_verifier(url, "-k", "enum", env={"OPENAI_API_KEY": "sk-right-0123456789abcdef"})
+            assert WRONG not in path.read_text()
+    good = run_verifier(url, "-k", "enum", env={"OPENAI_API_KEY": RIGHT})
     assert good.returncode == 0, good.stdout + good.stderr
     for path in good.out.rglob("*"):
         if path.is_file():
-            assert "sk-right" not in path.read_text()
-    assert "sk-right" not in good.stdout + good.stderr
+            assert RIGHT not in path.read_text()
+    assert RIGHT not in good.stdout + good.stderr
 
 
 @pytest.mark.parametrize(
@@ -229,7 +231,7 @@ def test_wrong_key_is_one_line_and_never_printed(simulator: Start, run_verifier:
         (["--repeats", "0"], "ERROR: --repeats: must be a whole number >= 1, given: '0'"),
         (["--timeout", "soon"], "ERROR: --timeout: must be a number of seconds > 0, given: 'soon'"),
         (
-            ["--api-key-env", "sk-0123456789abcdefghijklmnopqrstuvwxyz0123456789"],
+            ["--api-key-env", fake_key("option")],
             "it looks like a key",
         ),
     ],

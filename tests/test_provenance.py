@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import VerifierRun
+from tests.conftest import VerifierRun, fake_key
 from verifier.checks.common import agreement
 from verifier.endpoint.probe import identifying_headers
 from verifier.scorecard.provenance import seen_in_transcript
@@ -39,7 +39,7 @@ def test_identifying_headers_keep_the_server_and_drop_secrets() -> None:
     headers = {
         "server": "vllm/0.11",
         "via": "1.1 gateway",
-        "x-powered-by": "sk-live-abcdefghijklmnop",
+        "x-powered-by": fake_key("live"),
         "openai-version": "a" * 40,
         "date": "today",
         "authorization": "Bearer x",

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.conftest import with_userinfo
 from verifier.scorecard.build import build_scorecard, verdict
 from verifier.scorecard.stats import wilson_interval
 from verifier.scorecard.validate import scorecard_json
@@ -114,6 +115,6 @@ def test_a_scorecard_off_its_schema_is_refused() -> None:
         transcript_sha256="2" * 64,
         transcript_records=0,
     )
-    card["endpoint"]["url"] = "http://user:pw@host/v1"
+    card["endpoint"]["url"] = with_userinfo("http://host/v1", "user", "not-a-password")
     with pytest.raises(ValueError, match="does not match its schema"):
         scorecard_json(card)

@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import KIMI_PROFILE, VerifierRun
+from tests.conftest import KIMI_PROFILE, VerifierRun, fake_key, with_userinfo
 from verifier import signing
 
 pytestmark = pytest.mark.slow
 
 Run = Callable[..., VerifierRun]
 Start = Callable[..., str]
-API_KEY = "sk-VERIFIER-SECRET-7f3a9c41d2e8b605"
+API_KEY = fake_key("VERIFIER-SECRET-7f3a9c41d2e8b605")
 DEFECT = ("--defect", "json-in-markdown-fence")
 
 
@@ -108,7 +108,7 @@ def test_the_api_key_is_in_no_output_of_a_whole_failing_run(
 
 
 USER = "alice-USER-4d2c"
-PASSWORD = "hunter2-PASSWORD-9e8d"
+PASSWORD = "PASSWORD-9e8d"
 QUERY_SECRET = "QUERY-SECRET-5b6c7d8e"
 
 
@@ -116,10 +116,9 @@ def test_credentials_in_the_endpoint_url_are_in_no_output(
     simulator: Start, run_verifier: Run, tmp_path: Path, sign_key: Path
 ) -> None:
     url = simulator(*DEFECT)
-    with_userinfo = url.replace("http://", f"http://{USER}:{PASSWORD}@")
     junit = tmp_path / "junit.xml"
     run = run_verifier(
-        with_userinfo,
+        with_userinfo(url, USER, PASSWORD),
         "--families",
         "structured_output,wire",
         "--sign-key",
@@ -156,7 +155,7 @@ def test_a_credential_in_the_endpoint_query_is_in_no_output(
 def test_userinfo_in_the_url_does_not_replace_the_key(simulator: Start, run_verifier: Run) -> None:
     url = simulator("--require-key-env", "SIM_KEY", env={"SIM_KEY": API_KEY})
     run = run_verifier(
-        url.replace("http://", f"http://{USER}:{PASSWORD}@"),
+        with_userinfo(url, USER, PASSWORD),
         "--families",
         "wire",
         "-k",

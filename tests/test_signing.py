@@ -22,7 +22,7 @@ from securesystemslib.dsse import Envelope
 from securesystemslib.exceptions import VerificationError
 from securesystemslib.signer import CryptoSigner, SSlibKey
 
-from tests.conftest import child_env
+from tests.conftest import child_env, pem_block
 from verifier import signing
 from verifier.errors import VerifierError
 from verifier.signing import SignatureError
@@ -102,7 +102,7 @@ def test_generate_key_writes_a_private_0600_and_a_public_0644_pair(tmp_path: Pat
     assert public_path == tmp_path / "signer.pub"
     assert stat.S_IMODE(private_path.stat().st_mode) == 0o600
     assert stat.S_IMODE(public_path.stat().st_mode) == 0o644
-    assert private_path.read_bytes().startswith(b"-----BEGIN PRIVATE KEY-----\n")
+    assert private_path.read_bytes().startswith(pem_block("PRIVATE KEY", b"").split(b"\n")[0])
     assert public_path.read_bytes().startswith(b"-----BEGIN PUBLIC KEY-----\n")
     private_key = signing.load_private_key(private_path)
     public_key = signing.load_public_key(public_path)
@@ -160,7 +160,7 @@ def key_files(tmp_path: Path) -> dict[str, Path]:
             serialization.PrivateFormat.PKCS8,
             serialization.BestAvailableEncryption(b"secret"),
         ),
-        "broken": b"-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+        "broken": pem_block("PRIVATE KEY", b"AAAA"),
     }
     for name, data in contents.items():
         (tmp_path / name).write_bytes(data)

@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from tests.conftest import VerifierRun, serve_in_thread
+from tests.conftest import VerifierRun, fake_key, serve_in_thread
 from verifier.session import _resume_mismatch
 from verifier.simulator.defects import parse_defects
 from verifier.simulator.server import SimulatorServer
@@ -215,7 +215,7 @@ def test_a_redirect_to_another_host_is_never_followed(run_verifier: Run) -> None
     try:
         run = run_verifier(
             f"http://127.0.0.1:{redirecting.server_address[1]}/v1",
-            env={"OPENAI_API_KEY": "sk-must-not-travel-0123456789"},
+            env={"OPENAI_API_KEY": fake_key("must-not-travel")},
         )
     finally:
         redirecting.shutdown()
