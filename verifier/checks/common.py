@@ -174,3 +174,36 @@ def agreement(ours: Mapping[str, Any], theirs: Mapping[str, Any]) -> dict[str, A
         "only_here": len(set(ours) - set(theirs)),
         "only_in_baseline": len(set(theirs) - set(ours)),
     }
+
+
+def rejection_findings(
+    result: ChatResult, what: str, prefix: str, attempt: str | None = None
+) -> list[Finding]:
+    """What a request that must be refused with a 4xx got wrong, if anything (pure).
+
+    `what` names the bad input ("an invalid request"); the codes are ``<prefix>_accepted``
+    (a 2xx answer) and ``<prefix>_5xx`` (a server error; the server's message is quoted).
+    """
+    if result.ok:
+        return [
+            Finding(
+                f"{prefix}_accepted",
+                f"{what} was answered HTTP {result.status}",
+                expected="4xx",
+                actual=result.status,
+                attempt=attempt,
+            )
+        ]
+    if result.status >= 500:
+        said = (result.error_object or {}).get("message", "")
+        return [
+            Finding(
+                f"{prefix}_5xx",
+                f"{what} gave HTTP {result.status}, a server error, not a 4xx"
+                + (f": {said!s:.160}" if said else ""),
+                expected="4xx",
+                actual=result.status,
+                attempt=attempt,
+            )
+        ]
+    return []

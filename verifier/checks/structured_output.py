@@ -35,7 +35,13 @@ from ..endpoint.response import ChatResult
 from ..errors import CaseDataError
 from ..outcome import Finding, Outcome, Status
 from ..scorecard.stats import rate
-from .common import excerpt, parse_json_output, schema_findings, unreadable_findings
+from .common import (
+    excerpt,
+    parse_json_output,
+    rejection_findings,
+    schema_findings,
+    unreadable_findings,
+)
 from .registry import family
 
 if TYPE_CHECKING:
@@ -127,26 +133,9 @@ def cut_by_max_tokens(case: Case, result: ChatResult) -> bool:
 
 def malformed_findings(result: ChatResult, attempt: str) -> list[Finding]:
     """A malformed response_format must be rejected with a 4xx and an error object (pure)."""
-    if result.ok:
-        return [
-            Finding(
-                "malformed_format_accepted",
-                f"an invalid response_format was accepted with HTTP {result.status}",
-                expected="4xx",
-                actual=result.status,
-                attempt=attempt,
-            )
-        ]
-    if result.status >= 500:
-        return [
-            Finding(
-                "malformed_format_5xx",
-                f"an invalid response_format gave HTTP {result.status}, a server error, not a 4xx",
-                expected="4xx",
-                actual=result.status,
-                attempt=attempt,
-            )
-        ]
+    wrong = rejection_findings(result, "an invalid response_format", "malformed_format", attempt)
+    if wrong:
+        return wrong
     if result.error_object is None:
         return [
             Finding(

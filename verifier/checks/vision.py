@@ -28,7 +28,7 @@ from ..endpoint.response import ChatResult
 from ..images import image_part, invalid_part
 from ..outcome import Finding, Outcome, Status
 from ..reference.image_tokens import image_tokens
-from .common import agreement, excerpt
+from .common import agreement, excerpt, rejection_findings
 from .registry import family
 from .wire import shape_findings
 
@@ -281,26 +281,9 @@ def _run_invalid(case: Case, ctx: RunContext) -> list[Finding]:
         raise _Unsupported("the profile documents no image size limit")
     part = invalid_part(kind, max_side=limit)
     result = _send(case, ctx, content_parts(case.data, [part]), kind)
-    if result.ok:
-        return [
-            Finding(
-                "invalid_image_accepted",
-                f"an invalid image ({kind}) was answered HTTP {result.status}",
-                expected="4xx",
-                actual=result.status,
-            )
-        ]
-    if result.status >= 500:
-        said = (result.error_object or {}).get("message", "")
-        return [
-            Finding(
-                "invalid_image_5xx",
-                f"an invalid image ({kind}) gave HTTP {result.status}, a server error, "
-                f"not a 4xx: {said!s:.160}",
-                expected="4xx",
-                actual=result.status,
-            )
-        ]
+    wrong = rejection_findings(result, f"an invalid image ({kind})", "invalid_image", kind)
+    if wrong:
+        return wrong
     return shape_findings(result, kind)
 
 

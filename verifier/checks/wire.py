@@ -32,7 +32,7 @@ from .. import resources
 from ..endpoint.response import ChatResult
 from ..errors import EndpointTimeout
 from ..outcome import Finding, Outcome, Status
-from .common import excerpt, unreadable_findings
+from .common import excerpt, rejection_findings, unreadable_findings
 from .registry import family
 
 if TYPE_CHECKING:
@@ -265,26 +265,9 @@ def completion_findings(
 
 def invalid_request_findings(result: ChatResult, attempt: str | None = None) -> list[Finding]:
     """An invalid request must get a 4xx with an OpenAI-shaped error object (pure)."""
-    if result.ok:
-        return [
-            Finding(
-                "invalid_request_accepted",
-                f"an invalid request was answered HTTP {result.status}",
-                expected="4xx",
-                actual=result.status,
-                attempt=attempt,
-            )
-        ]
-    if result.status >= 500:
-        return [
-            Finding(
-                "invalid_request_5xx",
-                f"an invalid request gave HTTP {result.status}, a server error, not a 4xx",
-                expected="4xx",
-                actual=result.status,
-                attempt=attempt,
-            )
-        ]
+    wrong = rejection_findings(result, "an invalid request", "invalid_request", attempt)
+    if wrong:
+        return wrong
     return shape_findings(result, attempt)
 
 

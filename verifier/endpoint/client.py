@@ -274,7 +274,15 @@ class EndpointClient:
         must be rejected, the server error is the finding.
         """
         return self._with_retries(
-            lambda: self._send_raw(content, content_type),
+            lambda: self._send_whole(
+                lambda: self._sdk.post(
+                    "/chat/completions",
+                    content=content,
+                    options={"headers": {"Content-Type": content_type}},
+                    cast_to=httpx2.Response,
+                ),
+                parse_completion,
+            ),
             body={"raw": content.decode("utf-8", "replace"), "content_type": content_type},
             stream=False,
             label=label,
@@ -295,7 +303,9 @@ class EndpointClient:
         /detokenize, /apply-template): a 404 means the server has none.
         """
         return self._with_retries(
-            lambda: self._send_post(url, body),
+            lambda: self._send_whole(
+                lambda: self._sdk.post(url, body=body, cast_to=httpx2.Response), parse_body
+            ),
             body=body,
             stream=False,
             label=label,
@@ -306,7 +316,9 @@ class EndpointClient:
     def get(self, path: str, *, label: str = "") -> ChatResult:
         """GET a path of the base URL (``/models``) or an absolute URL, parsed as JSON."""
         return self._with_retries(
-            lambda: self._send_get(path),
+            lambda: self._send_whole(
+                lambda: self._sdk.get(path, cast_to=httpx2.Response), parse_body
+            ),
             body=None,
             stream=False,
             label=label,
@@ -346,39 +358,17 @@ class EndpointClient:
         result.latency = time.perf_counter() - started
         return result
 
-    def _send_post(self, url: str, body: dict[str, Any]) -> ChatResult:
+    def _send_whole(
+        self,
+        respond: Callable[[], httpx2.Response],
+        parse: Callable[[int, bytes, dict[str, str]], ChatResult],
+    ) -> ChatResult:
+        """Send with `respond`, read the whole body and parse it with `parse`, timed."""
         started = time.perf_counter()
-        response = self._sdk.post(url, body=body, cast_to=httpx2.Response)
+        response = respond()
         try:
             headers = self.redactor.headers(response.headers.multi_items())
-            result = parse_body(response.status_code, response.read(), headers)
-        finally:
-            response.close()
-        result.latency = time.perf_counter() - started
-        return result
-
-    def _send_raw(self, content: bytes, content_type: str) -> ChatResult:
-        started = time.perf_counter()
-        response = self._sdk.post(
-            "/chat/completions",
-            content=content,
-            options={"headers": {"Content-Type": content_type}},
-            cast_to=httpx2.Response,
-        )
-        try:
-            headers = self.redactor.headers(response.headers.multi_items())
-            result = parse_completion(response.status_code, response.read(), headers)
-        finally:
-            response.close()
-        result.latency = time.perf_counter() - started
-        return result
-
-    def _send_get(self, path: str) -> ChatResult:
-        started = time.perf_counter()
-        response = self._sdk.get(path, cast_to=httpx2.Response)
-        try:
-            headers = self.redactor.headers(response.headers.multi_items())
-            result = parse_body(response.status_code, response.read(), headers)
+            result = parse(response.status_code, response.read(), headers)
         finally:
             response.close()
         result.latency = time.perf_counter() - started
