@@ -28,47 +28,23 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from verifier.simulator.process import SimulatorProcess, child_env
+
 REPO = Path(__file__).resolve().parent.parent
 KIMI_PROFILE = f"kimi-k2:{REPO / 'tests' / 'data' / 'kimi-k2'}"
 CHAT_PATH = "/chat/completions"
 PROBE = "probe"
 
 
-def child_env() -> dict[str, str]:
-    """The environment of the processes started here.
-
-    Bytecode caching stays on (as for a user), so that each process does not recompile
-    every module: that would be our cost, not the verifier's.
-    """
-    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-
-
-class Simulator:
-    """``verifier simulate`` as a process of its own; its base URL is the first line it prints.
+class Simulator(SimulatorProcess):
+    """``verifier simulate`` as a process of its own, whose CPU time can be read.
 
     Args:
         args: options after ``verifier simulate --port 0`` (``--latency-ms``, ``--defect``...).
     """
 
     def __init__(self, *args: str) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "verifier", "simulate", "--port", "0", *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=REPO,
-            env=child_env(),
-        )
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline().strip()
-        if not line.startswith("http://"):
-            self.stop()
-            assert self.process.stderr is not None
-            raise RuntimeError(
-                f"verifier simulate {' '.join(args)} did not start: {line!r} "
-                f"{self.process.stderr.read()[-2000:]}"
-            )
-        self.url = line
+        super().__init__(list(args), cwd=REPO)
 
     def cpu(self) -> float | None:
         """CPU seconds the vendor has used so far (user + system), or None off Linux."""
@@ -79,21 +55,6 @@ class Simulator:
         # utime and stime are fields 14 and 15 of proc(5)'s stat; the split starts at field 3,
         # after the command name (which may hold spaces and parentheses).
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-    def stop(self) -> None:
-        """Stop the process (SIGTERM lets it close its socket), killing it if it hangs."""
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-
-    def __enter__(self) -> Simulator:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

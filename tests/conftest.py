@@ -17,6 +17,7 @@ import pytest
 
 from tests.llama.server import LlamaServer
 from verifier.simulator.defects import parse_defects
+from verifier.simulator.process import SimulatorProcess, child_env
 from verifier.simulator.server import SimulatorServer
 
 REPO = Path(__file__).resolve().parent.parent
@@ -43,42 +44,6 @@ def pem_block(label: str, body: bytes) -> bytes:
     begin = dashes + b"BEGIN " + label.encode() + dashes
     end = dashes + b"END " + label.encode() + dashes
     return begin + b"\n" + body + b"\n" + end + b"\n"
-
-
-def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment for the processes tests start: bytecode caching on, so that each
-    process does not recompile (and assertion-rewrite) every plugin module again."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    return {**env, **(extra or {})}
-
-
-class SimulatorProcess:
-    """`verifier simulate` as a real process; its base URL is the first line it prints."""
-
-    def __init__(self, args: list[str], env: dict[str, str] | None = None) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "verifier", "simulate", "--port", "0", *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=child_env(env),
-        )
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline().strip()
-        if not line.startswith("http://"):
-            self.stop()
-            raise RuntimeError(
-                f"verifier simulate did not start: {line!r} {self.process.stderr.read()!r}"
-            )
-        self.url = line
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
 
 
 @pytest.fixture(scope="session")
