@@ -113,3 +113,7 @@ def test_resume_after_a_seeded_kill_gives_the_uninterrupted_outcomes(
             and r["label"].partition("#")[0] in graded_before
         }
         assert resent == set(), "a case graded before the kill is not sent again"
+        sent_before = {
+            r["label"].partition("#")[0] for r in records if r["time"] < journal[marker]["started"]
+        }
+        assert graded_before <= sent_before, "a journaled case's attempts survive the kill"

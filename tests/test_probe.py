@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
 
 import pytest
 
 from verifier.endpoint.client import EndpointClient
 from verifier.endpoint.probe import choose_model, probe
-from verifier.errors import ConfigError
+from verifier.endpoint.transcript import Transcript
+from verifier.errors import ConfigError, EndpointError
 from verifier.simulator.model import MODEL_ID
 from verifier.simulator.server import SimulatorServer
 
@@ -48,3 +52,32 @@ def test_probe_of_a_non_api_url(local_simulator: Callable[..., SimulatorServer])
     url = server.base_url.removesuffix("/v1") + "/elsewhere"
     with pytest.raises(ConfigError, match="does not list its models"):
         probe(EndpointClient(url, api_key=None), None)
+
+
+def test_the_feature_probes_go_out_with_the_chat_probe(
+    local_simulator: Callable[..., SimulatorServer], tmp_path: Path
+) -> None:
+    server = local_simulator(latency=0.2)
+    client = EndpointClient(server.base_url, api_key=None)
+    client.transcript = Transcript(tmp_path / "t.jsonl", client.redactor)
+    capabilities = probe(client, None, vision=True, tokenizer=True)
+    client.transcript.close()
+    assert capabilities.vision is True
+    assert capabilities.tokenizer_endpoints is not None
+    records = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
+    start = {r["label"]: datetime.fromisoformat(r["time"]).timestamp() for r in records}
+    chat = next(r for r in records if r["label"] == "probe/chat")
+    chat_answered = start["probe/chat"] + chat["latency_ms"] / 1000
+    # Sent while the chat probe waited for its answer, not after it.
+    assert start["probe/vision"] < chat_answered
+    assert start["probe/tokenize-messages"] < chat_answered
+
+
+def test_a_failing_chat_probe_stops_the_probe(
+    local_simulator: Callable[..., SimulatorServer],
+) -> None:
+    # Every chat request fails; the vision probe sent beside it would only say "unknown".
+    server = local_simulator("fault-500:1")
+    client = EndpointClient(server.base_url, api_key=None, max_retries=0)
+    with pytest.raises(EndpointError, match="answered HTTP 500 to all 1 attempts"):
+        probe(client, None, vision=True, tokenizer=True)

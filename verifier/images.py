@@ -191,8 +191,10 @@ def read_digit(image: Image.Image) -> int | None:
 def describe(image: Image.Image) -> dict[str, Any]:
     """What the simulated vendor "sees": the dominant colour, and a digit if there is ink."""
     # Nearest-neighbour keeps the pixels' own colours; blending would turn black ink grey.
-    rgb = image.convert("RGB")
-    small = rgb.resize((min(rgb.width, 128), min(rgb.height, 128)), Image.Resampling.NEAREST)
+    # Picking pixels first and converting the few picked is the same as the other way round,
+    # without converting every pixel of a large image.
+    picked = image.resize((min(image.width, 128), min(image.height, 128)), Image.Resampling.NEAREST)
+    small = picked.convert("RGB")
     counts: dict[str, int] = {}
     for count, pixel in small.getcolors(maxcolors=128 * 128) or []:
         name = nearest_colour(pixel)

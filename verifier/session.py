@@ -10,10 +10,8 @@ cases. Items are ``<family>::<case id>``, collected instead of test files.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import threading
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -28,8 +26,7 @@ from .cases import Case, Corpus, load_corpus
 from .checks import FAMILIES
 from .config import FAMILY_NAMES, RunConfig, load_baseline, prepare_out_dir
 from .endpoint.client import EndpointClient
-from .endpoint.probe import Capabilities, probe, probe_vision
-from .endpoint.tokenize import probe_tokenizer_endpoints
+from .endpoint.probe import Capabilities, probe
 from .endpoint.transcript import Transcript
 from .errors import ConfigError, SigningError, VerifierError
 from .gate import evaluate, load_thresholds
@@ -127,28 +124,12 @@ class VerifierSession:
         header = self._open_journal()
         self.client = self._client("main")
         try:
-            self.capabilities = probe(self.client, run.model)
-            model = self.capabilities.model
-            # The feature probes are independent: sent together, they cost one round trip.
-            with ThreadPoolExecutor(2, thread_name_prefix="verifier-probe") as pool:
-                vision = (
-                    pool.submit(probe_vision, self.client, model)
-                    if "vision" in run.families
-                    else None
-                )
-                endpoints = (
-                    pool.submit(probe_tokenizer_endpoints, self.client, model)
-                    if {"chat_template", "tokenizer"} & set(run.families)
-                    else None
-                )
-                if vision is not None:
-                    self.capabilities = dataclasses.replace(
-                        self.capabilities, vision=vision.result()
-                    )
-                if endpoints is not None:
-                    self.capabilities = dataclasses.replace(
-                        self.capabilities, tokenizer_endpoints=endpoints.result().to_dict()
-                    )
+            self.capabilities = probe(
+                self.client,
+                run.model,
+                vision="vision" in run.families,
+                tokenizer=bool({"chat_template", "tokenizer"} & set(run.families)),
+            )
         except VerifierError:
             # The run never started: --out stays as it was (no previous/ move, no shard).
             self.client.close()
@@ -336,11 +317,10 @@ class VerifierSession:
         return self._case_cost(item.case) if isinstance(item, CaseItem) else 0.0
 
     def _case_cost(self, case: Case) -> float:
-        """A case's expected time, in plain requests: its repeats, more for large images."""
+        """A case's expected time, in generated answers: its family's estimate, repeated."""
         family = FAMILIES[case.family]
-        extra = family.cost(case) if family.cost else 0.0
         repeats = self.run.repeats or family.default_repeats
-        return repeats * (1.0 + extra)
+        return repeats * (family.cost(case) if family.cost else 1.0)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:

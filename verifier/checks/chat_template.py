@@ -267,7 +267,12 @@ def summarize(
     return summary
 
 
-@family("chat_template", summarize=summarize)
+def cost(case: Case) -> float:
+    """One request, two when the case compares with a baseline conversation."""
+    return 2.0 if "baseline" in case.data else 1.0
+
+
+@family("chat_template", summarize=summarize, cost=cost)
 def run(case: Case, ctx: RunContext) -> Outcome:
     """usage.prompt_tokens against the reference, absolute and by differences; the rendering."""
     profile = ctx.profile

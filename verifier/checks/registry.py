@@ -13,8 +13,11 @@ if TYPE_CHECKING:
 
 RunFunction = Callable[["Case", "RunContext"], "Outcome"]
 CaseCheck = Callable[["Case"], None]
-# A case's cost relative to one plain request (1.0), for ordering the cases in flight.
+# A case's expected time for one run, in requests the endpoint answers by generating, for
+# starting the longest cases first.
 Cost = Callable[["Case"], float]
+# What a request answered without generating (a refusal, /tokenize) costs in those units.
+QUICK = 0.1
 # Local work for a case that can be done before any request (cached for its run).
 Prepare = Callable[["Case"], None]
 # (latest outcome records of the family, the baseline scorecard's entry for it) -> sub-metrics
@@ -34,8 +37,9 @@ class Family:
         summarize: the family's sub-metrics for the scorecard, a pure function of its
             outcome records and the baseline's entry; None when counts say it all.
         description: one line for ``--help`` and the scorecard.
-        cost: how much one request of a case costs beyond a plain one (large images);
-            None when every request costs about the same.
+        cost: a case's expected time for one run, in requests answered by generating
+            (:data:`QUICK` for one answered without; more for large images); None when
+            every case is one such request.
         prepare: local work a case needs (its images), done in the background while the
             probe waits on the network; None when there is none.
     """

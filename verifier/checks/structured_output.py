@@ -42,7 +42,7 @@ from .common import (
     schema_findings,
     unreadable_findings,
 )
-from .registry import family
+from .registry import QUICK, family
 
 if TYPE_CHECKING:
     from ..cases import Case
@@ -252,7 +252,12 @@ def summarize(
     }
 
 
-@family("structured_output", check_case=check_case, summarize=summarize)
+def cost(case: Case) -> float:
+    """One request; refused at once when its response_format is malformed."""
+    return QUICK if kind_of(case) == "malformed" else 1.0
+
+
+@family("structured_output", check_case=check_case, summarize=summarize, cost=cost)
 def run(case: Case, ctx: RunContext) -> Outcome:
     """JSON Schema-constrained output: parsed strictly and validated with jsonschema."""
     if kind_of(case) == "malformed":

@@ -25,7 +25,7 @@ from ..endpoint.tokenize import detokenize, prompt_token_ids
 from ..outcome import Finding, Outcome, Status
 from ..reference.tokenizer import encode_all_special
 from .common import excerpt
-from .registry import family
+from .registry import QUICK, family
 
 if TYPE_CHECKING:
     from ..cases import Case
@@ -283,7 +283,13 @@ def summarize(
     }
 
 
-@family("tokenizer", summarize=summarize)
+def cost(case: Case) -> float:
+    """A generated answer and a /tokenize request, one of the two for max_tokens and detokenize."""
+    check = case.data.get("check", "ids")
+    return {"max_tokens": 1.0, "detokenize": QUICK}.get(check, 1.0 + QUICK)
+
+
+@family("tokenizer", summarize=summarize, cost=cost)
 def run(case: Case, ctx: RunContext) -> Outcome:
     """Token ids, detokenize round trips and max_tokens, against the reference tokenizer."""
     profile = ctx.profile

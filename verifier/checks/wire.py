@@ -33,7 +33,7 @@ from ..endpoint.response import ChatResult
 from ..errors import EndpointTimeout
 from ..outcome import Finding, Outcome, Status
 from .common import excerpt, rejection_findings, unreadable_findings
-from .registry import family
+from .registry import QUICK, family
 
 if TYPE_CHECKING:
     from ..cases import Case
@@ -557,7 +557,13 @@ def summarize(
     return {"checks": {k: dict(sorted(v.items())) for k, v in sorted(checks.items())}}
 
 
-@family("wire", summarize=summarize)
+def cost(case: Case) -> float:
+    """Two requests to compare (parity, seed), one refused (invalid), else one."""
+    check = case.data["check"]
+    return 2.0 if check in ("parity", "seed") else QUICK if check == "invalid" else 1.0
+
+
+@family("wire", summarize=summarize, cost=cost)
 def run(case: Case, ctx: RunContext) -> Outcome:
     """Shapes, streaming protocol, parameters, error responses and usage."""
     check = case.data["check"]

@@ -10,12 +10,14 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..errors import ConfigError, EndpointError
 from ..redaction import redact_url
 from .client import EndpointClient
 from .response import ChatResult
+from .tokenize import probe_tokenizer_endpoints
 
 # Response headers worth recording because they identify the server software or deployment.
 IDENTIFYING_HEADERS = (
@@ -142,8 +144,19 @@ def choose_model(requested: str | None, models: tuple[str, ...] | None, where: s
     return models[0]
 
 
-def probe(client: EndpointClient, requested_model: str | None) -> Capabilities:
-    """Find the model and check that one minimal chat request is answered.
+def probe(
+    client: EndpointClient,
+    requested_model: str | None,
+    *,
+    vision: bool = False,
+    tokenizer: bool = False,
+) -> Capabilities:
+    """Find the model, check that one minimal chat request is answered, and learn what it offers.
+
+    With `vision`, whether the endpoint takes images; with `tokenizer`, which tokenizer
+    endpoints it serves. Those probes do not depend on the chat probe's answer, so the three go
+    out together and cost one round trip; the chat probe's error, when there is one, is the one
+    raised (it is about the endpoint as a whole).
 
     Raises:
         ConfigError: the model cannot be chosen or is not served.
@@ -151,6 +164,27 @@ def probe(client: EndpointClient, requested_model: str | None) -> Capabilities:
     """
     models = list_models(client)
     model = choose_model(requested_model, models, client.display_url)
+    with ThreadPoolExecutor(3, thread_name_prefix="verifier-probe") as pool:
+        chat = pool.submit(probe_chat, client, model, models or ())
+        images = pool.submit(probe_vision, client, model) if vision else None
+        endpoints = pool.submit(probe_tokenizer_endpoints, client, model) if tokenizer else None
+        capabilities = chat.result()
+        if images is not None:
+            capabilities = dataclasses.replace(capabilities, vision=images.result())
+        if endpoints is not None:
+            capabilities = dataclasses.replace(
+                capabilities, tokenizer_endpoints=endpoints.result().to_dict()
+            )
+    return capabilities
+
+
+def probe_chat(client: EndpointClient, model: str, models: tuple[str, ...]) -> Capabilities:
+    """Check that one minimal chat request to `model` is answered; what its answer tells.
+
+    Raises:
+        ConfigError: the endpoint redirects, or does not serve the model.
+        EndpointError: the endpoint rejects the key, or fails.
+    """
     request = {
         "model": model,
         "messages": [{"role": "user", "content": "Hello"}],
@@ -168,13 +202,12 @@ def probe(client: EndpointClient, requested_model: str | None) -> Capabilities:
             f"{client.display_url} rejected a minimal chat request with HTTP {result.status}: "
             f"{str(detail)[:200]}"
         )
-    server = identifying_headers(result.headers)
     return Capabilities(
         model=model,
-        models=models or (),
+        models=models,
         served_model=result.model,
         system_fingerprint=result.system_fingerprint,
-        server=server,
+        server=identifying_headers(result.headers),
     )
 
 
