@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import json
 import unicodedata
 from collections.abc import Mapping
 from typing import Any
@@ -111,7 +112,19 @@ class PromptPath:
         self, request: Mapping[str, Any], *, add_generation_prompt: bool = True
     ) -> list[int]:
         """The prompt ids the generation path uses."""
-        messages, tools = self.conversation(request)
+        prompt = without_images(request)
+        # Key order is kept: the template renders objects in their order.
+        key = json.dumps([prompt.get("messages", []), prompt.get("tools"), add_generation_prompt])
+        return list(self._prompt_ids(key))
+
+    @functools.lru_cache(maxsize=1024)  # noqa: B019 - one PromptPath per server, kept for its life
+    def _prompt_ids(self, key: str) -> tuple[int, ...]:
+        """Render and tokenize the prompt that `key` names, once per prompt.
+
+        The same prompt comes again and again (a case's repeats, stream after non-stream).
+        """
+        messages, tools, add_generation_prompt = json.loads(key)
+        messages, tools = self.conversation({"messages": messages, "tools": tools})
         rendered = self.profile.render(messages, tools, add_generation_prompt=add_generation_prompt)
         if "template-special-token-injection" in self.defects:
             ids = encode_all_special(self.tokenizer, rendered.text)
@@ -122,7 +135,7 @@ class PromptPath:
                 str(self.profile.template.variables.get("bos_token"))
             )
             ids = [bos if bos is not None else 0, *ids]
-        return ids
+        return tuple(ids)
 
     def prompt_tokens(self, request: Mapping[str, Any]) -> int:
         """usage.prompt_tokens as the vendor reports it."""

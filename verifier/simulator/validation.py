@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import binascii
 import dataclasses
+import functools
 import io
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -88,6 +90,13 @@ def response_format_problem(response_format: Any) -> str | None:
     schema = spec.get("schema", {})
     if not isinstance(schema, dict | bool):
         return "response_format.json_schema.schema must be a JSON Schema object"
+    return _schema_problem(json.dumps(schema))
+
+
+@functools.lru_cache(maxsize=1024)
+def _schema_problem(schema_json: str) -> str | None:
+    """Why a response_format's schema (as JSON) is unusable; checked once per schema."""
+    schema = json.loads(schema_json)
     try:
         Draft202012Validator.check_schema(schema)
     except SchemaError as exc:
