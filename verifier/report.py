@@ -6,8 +6,6 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from deepdiff import DeepDiff
-
 from .cases import Case
 from .outcome import Finding, Outcome, Status
 
@@ -20,6 +18,10 @@ def _compact(value: Any, limit: int = 300) -> str:
 
 
 def _difference(finding: Finding) -> list[str]:
+    # Imported here: deepdiff (and numpy, which it loads) cost 0.1 s at every run's start,
+    # and a run that fails nothing never needs them.
+    from deepdiff import DeepDiff
+
     diff = DeepDiff(finding.expected, finding.actual, ignore_order=False, verbose_level=2)
     if not diff:
         return []

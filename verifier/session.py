@@ -42,7 +42,6 @@ from .schedule import CaseScheduler
 from .scorecard.build import build_scorecard
 from .scorecard.provenance import seen_in_transcript
 from .scorecard.validate import scorecard_json
-from .signing import load_private_key, sign_statement, statement
 
 SESSION_KEY = pytest.StashKey["VerifierSession"]()
 WORKER_INPUT_KEY = "verifier"
@@ -91,6 +90,8 @@ class VerifierSession:
         # Loaded before any request, so that a wrong key costs nothing.
         self.signing_key = None
         if run.sign_key is not None and not self.is_worker:
+            from .signing import load_private_key
+
             try:
                 self.signing_key = load_private_key(run.sign_key)
             except SigningError as exc:
@@ -401,6 +402,8 @@ class VerifierSession:
         write_atomic(self.out.scorecard, scorecard_json(card))
         write_atomic(self.out.summary, render_scorecard_markdown(card).encode("utf-8"))
         if self.signing_key is not None:
+            from .signing import sign_statement, statement
+
             signed = statement(card, transcript_sha256=sha, corpus_sha256=card["corpus"]["digest"])
             write_atomic(self.out.signed, sign_statement(signed, self.signing_key))
         else:
