@@ -27,9 +27,9 @@ the client's and the vendor's own time, or contention for the CPU), slots idle i
 (between a case's own requests: grading, request building) and slots idle between cases
 (ramp-up, the tail where the last cases' sequential requests run with free slots beside
 them, handing over to the next case). ``schedule floor`` is the span the verifier's way of
-scheduling (cases in corpus order, each to the first free slot, its requests in sequence)
-would take if only the vendor's latency took time; ``longest case`` (JSON) is the longest
-chain of one case's requests, a floor for any order.
+scheduling (cases in the order they started, the costliest first, each to the first free
+slot, its requests in sequence) would take if only the vendor's latency took time;
+``longest case`` (JSON) is the longest chain of one case's requests, a floor for any order.
 
 The simulated vendor runs in its own process and is warmed up by one untimed run first
 (its first answers of each kind import and compile its code: seconds on a cold process).
