@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import resources
 from .families import VIEWS, generic
+from .inputs import Input
 from .measures import STATUSES, family_measure, verdict_measure
 from .model import (
     Comparison,
@@ -22,10 +23,6 @@ from .model import (
     ranked_row,
 )
 from .provenance import profile_text, short_digest
-
-if TYPE_CHECKING:
-    # Only a type here; importing it loads cryptography, which writing a scorecard never needs.
-    from .inputs import Input
 
 # Families whose cases are graded against the reference profile (--profile).
 PROFILE_FAMILIES = ("chat_template", "tokenizer", "vision", "wire")
