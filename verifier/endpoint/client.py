@@ -74,12 +74,19 @@ class _StreamBroken(Exception):
         self.partial = partial
 
 
+def _causes(exc: BaseException) -> list[BaseException]:
+    """`exc` and the exceptions it was raised from, outermost first."""
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and all(current is not seen for seen in chain):
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
+
+
 def describe_transport(exc: BaseException) -> str:
     """A short lower-case reason for a transport failure (``connection refused``)."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
+    for current in _causes(exc):
         if isinstance(current, ssl.SSLCertVerificationError):
             return (
                 f"tls certificate not trusted ({current.verify_message}); --insecure skips "
@@ -87,7 +94,6 @@ def describe_transport(exc: BaseException) -> str:
             )
         if isinstance(current, OSError) and current.strerror:
             return current.strerror.lower()
-        current = current.__cause__ or current.__context__
     text = str(exc).strip() or type(exc).__name__
     if "] " in text and text.startswith("["):
         text = text.split("] ", 1)[1]
@@ -115,16 +121,6 @@ def retry_after_seconds(headers: httpx2.Headers | dict[str, str]) -> float | Non
     except (TypeError, ValueError):
         return None
     return max(0.0, (when - datetime.now(when.tzinfo or UTC)).total_seconds())
-
-
-def _causes(exc: BaseException) -> list[BaseException]:
-    """`exc` and the exceptions it was raised from, outermost first."""
-    chain: list[BaseException] = []
-    current: BaseException | None = exc
-    while current is not None and all(current is not seen for seen in chain):
-        chain.append(current)
-        current = current.__cause__ or current.__context__
-    return chain
 
 
 def transport_fault(exc: BaseException, *, stream_started: bool) -> str:
