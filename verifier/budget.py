@@ -43,11 +43,12 @@ class Budget:
     Safe to use from the scheduler's threads.
 
     Args:
-        thresholds: each family's gate thresholds (``min_score``, ``min_graded``).
+        thresholds: each family's gate thresholds (``min_score``, ``min_graded``); kept
+            as ``limits``, family -> (min_score, min_graded).
     """
 
     def __init__(self, thresholds: Mapping[str, Mapping[str, Any]]) -> None:
-        self._limits = {
+        self.limits = {
             family: (float(limits.get("min_score", 1.0)), int(limits.get("min_graded", 1)))
             for family, limits in thresholds.items()
         }
@@ -61,20 +62,22 @@ class Budget:
         with self._lock:
             self._tally[family][0 if status == Status.PASS else 1] += 1
 
+    def standing(self, family: str) -> tuple[int, int, str | None]:
+        """(passed, failed, decision) of the family's cases graded so far."""
+        with self._lock:
+            passed, failed = self._tally.get(family, (0, 0))
+        threshold, min_graded = self.limits.get(family, (1.0, 1))
+        return passed, failed, decision(passed, failed, threshold, min_graded)
+
     def stopped(self, family: str) -> str | None:
         """Why the family's remaining cases are not sent, or None while it is undecided."""
-        if family not in self._tally:
-            return None
-        with self._lock:
-            passed, failed = self._tally[family]
-        threshold, min_graded = self._limits[family]
-        side = decision(passed, failed, threshold, min_graded)
+        passed, failed, side = self.standing(family)
         if side is None:
             return None
         low, high = wilson_interval(passed, passed + failed)  # type: ignore[misc]
         return (
             f"budget: {family} decided after {passed + failed} graded cases (pass rate 95% "
-            f"interval [{low:.2f}, {high:.2f}] {side} min_score {threshold:g})"
+            f"interval [{low:.2f}, {high:.2f}] {side} min_score {self.limits[family][0]:g})"
         )
 
 
@@ -90,26 +93,21 @@ def summary(
         cases: how many cases each family has in the corpus.
         thresholds: each family's gate thresholds.
     """
-    tally = {family: [0, 0] for family in cases}
+    budget = Budget({family: thresholds.get(family, {}) for family in cases})
     sent = dict.fromkeys(cases, 0)
     for family, status in outcomes:
-        if family not in tally:
-            continue
-        sent[family] += 1
-        if status in (Status.PASS, Status.FAIL):
-            tally[family][0 if status == Status.PASS else 1] += 1
+        if family in sent:
+            sent[family] += 1
+            budget.record(family, status)
     families: dict[str, Any] = {}
     for family, total in cases.items():
-        passed, failed = tally[family]
-        limits = thresholds.get(family, {})
-        threshold = float(limits.get("min_score", 1.0))
-        side = decision(passed, failed, threshold, int(limits.get("min_graded", 1)))
+        passed, failed, side = budget.standing(family)
         interval = wilson_interval(passed, passed + failed)
         families[family] = {
             "cases": total,
             "sent": sent[family],
             "graded": passed + failed,
-            "min_score": threshold,
+            "min_score": budget.limits[family][0],
             "interval": list(interval) if interval else None,
             "decided": side,
         }
