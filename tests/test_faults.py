@@ -36,6 +36,7 @@ from verifier.scorecard.provenance import seen_in_transcript
 from verifier.simulator.defects import RATE_FAULTS, parse_defects
 from verifier.simulator.faults import choose_fault, fires
 from verifier.simulator.model import MODEL_ID
+from verifier.simulator.process import SimulatorProcess
 from verifier.simulator.server import SimulatorServer
 
 Vendor = Callable[..., SimulatorServer]
@@ -153,6 +154,11 @@ def test_bad_fault_parameters_are_one_clear_line(value: str, message: str) -> No
     text = str(raised.value)
     assert message in text and "\n" not in text
     assert value.split(":")[0] in text
+
+
+def test_a_simulator_process_that_does_not_start_says_why() -> None:
+    with pytest.raises(RuntimeError, match="did not start.*unknown defect 'fault-timout'"):
+        SimulatorProcess(["--defect", "fault-timout:0.3"])
 
 
 def test_defaults_and_valid_parameters_parse() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 
@@ -32,10 +33,13 @@ class SimulatorProcess:
     def __init__(
         self, args: list[str], env: dict[str, str] | None = None, cwd: Path | None = None
     ) -> None:
+        # stderr goes to a file, not a pipe: a pipe nobody reads while the vendor runs
+        # would block it once its tracebacks filled the pipe's buffer.
+        self._stderr = tempfile.TemporaryFile()
         self.process = subprocess.Popen(
             [sys.executable, "-m", "verifier", "simulate", "--port", "0", *args],
             stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stderr=self._stderr,
             text=True,
             cwd=cwd,
             env=child_env(env),
@@ -43,16 +47,19 @@ class SimulatorProcess:
         assert self.process.stdout is not None
         line = self.process.stdout.readline().strip()
         if not line.startswith("http://"):
-            self.stop()
-            assert self.process.stderr is not None
-            raise RuntimeError(
-                f"verifier simulate {' '.join(args)} did not start: {line!r} "
-                f"{self.process.stderr.read()[-2000:]}"
-            )
+            self._halt()
+            self._stderr.seek(0)
+            said = self._stderr.read().decode("utf-8", "replace")[-2000:]
+            self._stderr.close()
+            raise RuntimeError(f"verifier simulate {' '.join(args)} did not start: {line!r} {said}")
         self.url = line
 
     def stop(self) -> None:
         """Stop the process (SIGTERM lets it close its socket), killing it if it hangs."""
+        self._halt()
+        self._stderr.close()
+
+    def _halt(self) -> None:
         self.process.terminate()
         try:
             self.process.wait(timeout=10)
