@@ -28,6 +28,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from verifier.journal import JournalContents, read_journal
+from verifier.outdir import OutDir
 from verifier.simulator.process import SimulatorProcess, child_env
 
 REPO = Path(__file__).resolve().parent.parent
@@ -66,7 +68,6 @@ class Attempt:
     label: str
     url: str
     status: int | None
-    stream: bool
     usage: dict[str, Any] | None
     service: float | None = None
 
@@ -130,7 +131,6 @@ def parse_attempt(record: dict[str, Any]) -> Attempt:
         label=str(record.get("label", "")),
         url=str(record.get("url", "")),
         status=record.get("status"),
-        stream=bool(record.get("stream")),
         usage=_usage(record.get("response")),
         service=_server_timing(record.get("headers")),
     )
@@ -171,16 +171,15 @@ class Run:
 
     def transcript(self) -> list[Attempt]:
         """The run's attempts, in start order."""
-        return read_transcript(self.out / "transcript.jsonl")
+        return read_transcript(OutDir(self.out).transcript)
 
     def scorecard(self) -> dict[str, Any]:
         """The run's scorecard."""
-        return json.loads((self.out / "scorecard.json").read_text(encoding="utf-8"))
+        return json.loads(OutDir(self.out).scorecard.read_text(encoding="utf-8"))
 
-    def journal(self) -> list[dict[str, Any]]:
-        """The journal's records: the run's header first, then one per graded case."""
-        lines = (self.out / "journal.jsonl").read_text(encoding="utf-8").splitlines()
-        return [json.loads(line) for line in lines if line.strip()]
+    def journal(self) -> JournalContents:
+        """The run's journal: its header and one outcome record per graded case."""
+        return read_journal(OutDir(self.out).journal)
 
     def check(self, *allowed: int) -> Run:
         """Self, or an error with the run's output when it exited otherwise than `allowed`."""

@@ -38,17 +38,18 @@ from typing import Any
 
 from _harness import (
     KIMI_PROFILE,
-    PROBE,
     Simulator,
     child_env,
     collected,
     emit,
-    epoch,
+    parse_attempt,
     run_verifier,
     table,
     verifier_command,
     workdir,
 )
+
+from verifier.outdir import OutDir
 
 POLL = 0.005
 STRUCTURED = "structured_output"
@@ -62,7 +63,7 @@ def first_requests(
     The run is stopped (SIGTERM) as soon as its first case request is in its transcript.
     """
     out = Path(tempfile.mkdtemp(prefix="out-", dir=work))
-    shards = out / "transcript.d"
+    shards = OutDir(out).shards
     log = (work / "first-requests.log").open("w")
     started = time.time()
     process = subprocess.Popen(
@@ -86,13 +87,14 @@ def first_requests(
                 # A line is written whole and flushed at once; a torn last line waits.
                 for line in shard.read_text(encoding="utf-8").splitlines():
                     try:
-                        record = json.loads(line)
+                        attempt = parse_attempt(json.loads(line))
                     except json.JSONDecodeError:
                         continue
-                    when = epoch(record["time"])
-                    first = when if first is None else min(first, when)
-                    if not record.get("label", "").startswith(f"{PROBE}/"):
-                        first_case = when if first_case is None else min(first_case, when)
+                    first = attempt.start if first is None else min(first, attempt.start)
+                    if not attempt.is_probe:
+                        first_case = (
+                            attempt.start if first_case is None else min(first_case, attempt.start)
+                        )
             time.sleep(POLL)
     finally:
         process.terminate()

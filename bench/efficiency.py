@@ -90,9 +90,10 @@ def analyse(run: Run, latency: float, slots: int, vendor_cpu: float | None) -> d
     if not cases:
         raise RuntimeError(f"the run sent no case request:\n{run.stdout[-2000:]}")
     journal = run.journal()
+    assert journal.header is not None, "a finished run's journal starts with its header"
     # The session's start: after imports, the corpus, the profile; before the first request.
-    session = epoch(journal[0]["started"])
-    last_outcome = max(epoch(r["time"]) for r in journal if r.get("type") == "outcome")
+    session = epoch(journal.header["started"])
+    last_outcome = max(epoch(r["time"]) for r in journal.records)
     finished = epoch(run.scorecard()["run"]["finished"])
     exited = run.started + run.wall
     delayed = [a for a in attempts if a.delayed]
@@ -125,9 +126,10 @@ def analyse(run: Run, latency: float, slots: int, vendor_cpu: float | None) -> d
     delayed_latency = [a.latency for a in delayed if not a.is_probe]
     # The vendor's own time per answer (its Server-Timing header): the latency it was told to
     # wait plus its own work and its own threads' contention; what is left is the client's.
-    served = [a for a in delayed if a.service is not None]
-    service_floor = sum(a.service for a in served) / slots  # type: ignore[misc]
-    vendor_extra = sum(a.service - latency for a in served) / slots  # type: ignore[operator]
+    served = [(a.service, a.is_probe) for a in delayed if a.service is not None]
+    service_floor = sum(service for service, _ in served) / slots
+    # Of the cases' attempts only, as the inflation it is a part of.
+    vendor_extra = sum(service - latency for service, probe in served if not probe) / slots
     best = schedule_floor(attempts, latency, slots)
     longest = max(sum(latency for a in group if a.delayed) for group in by_case.values())
     return {

@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import sys
 import tempfile
 import time
 import urllib.request
@@ -41,13 +40,11 @@ from pathlib import Path
 from typing import Any
 
 import openai
-from _harness import REPO, Simulator, emit, parse_list, table
+from _harness import Simulator, emit, parse_list, table
 
-sys.path.insert(0, str(REPO))
-
-from verifier.endpoint.client import NO_KEY, EndpointClient  # noqa: E402
-from verifier.endpoint.transcript import Transcript  # noqa: E402
-from verifier.simulator.model import MODEL_ID  # noqa: E402
+from verifier.endpoint.client import NO_KEY, EndpointClient
+from verifier.endpoint.transcript import Transcript
+from verifier.simulator.model import MODEL_ID
 
 REQUEST: dict[str, Any] = {
     "model": MODEL_ID,
