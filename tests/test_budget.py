@@ -13,7 +13,6 @@ from tests.conftest import VerifierRun
 from verifier import resources
 from verifier.budget import Budget, decision, summary, summary_lines
 from verifier.outcome import Status
-from verifier.scorecard.stats import wilson_interval
 
 Run = Callable[..., VerifierRun]
 Start = Callable[..., str]
@@ -33,12 +32,33 @@ def test_a_decision_is_an_interval_that_clears_the_threshold(
     if graded < max(min_graded, 1):
         assert side is None
         return
-    low, high = wilson_interval(passed, graded)  # type: ignore[misc]
-    assert side == ("above" if low > threshold else "below" if high < threshold else None)
+    # More evidence on the same side never undoes a decision.
+    if side == "above":
+        assert decision(passed + 1, failed, threshold, min_graded) == "above"
+    if side == "below":
+        assert decision(passed, failed + 1, threshold, min_graded) == "below"
     if side == "below":
         assert passed / graded < threshold, "a stop below never hides a passing point estimate"
     if side == "above":
         assert passed / graded > threshold
+
+
+@pytest.mark.parametrize(
+    ("passed", "failed", "threshold", "expected"),
+    [
+        (10, 0, 0.70, "above"),  # 10 of 10: 95% Wilson interval [0.722, 1]
+        (10, 0, 0.75, None),
+        (0, 10, 0.25, None),  # 0 of 10: [0, 0.278]
+        (0, 10, 0.30, "below"),
+        (45, 5, 0.75, "above"),  # 45 of 50: [0.786, 0.957]
+        (45, 5, 0.90, None),
+        (45, 5, 0.96, "below"),
+    ],
+)
+def test_decisions_at_hand_computed_interval_bounds(
+    passed: int, failed: int, threshold: float, expected: str | None
+) -> None:
+    assert decision(passed, failed, threshold, 10) == expected
 
 
 def test_at_the_default_threshold_only_a_failure_decides() -> None:

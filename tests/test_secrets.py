@@ -148,8 +148,11 @@ def test_a_credential_in_the_endpoint_query_is_in_no_output(
         str(junit),
         "-vv",
     )
-    extra = [junit] if junit.exists() else []
-    assert leaks(run, extra, [QUERY_SECRET]) == []
+    # The run went through (the wire family does not see the fence defect): every output
+    # was written, and none holds the secret.
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr
+    assert outputs(run.out) == EXPECTED and junit.exists()
+    assert leaks(run, [junit], [QUERY_SECRET]) == []
 
 
 def test_userinfo_in_the_url_does_not_replace_the_key(simulator: Start, run_verifier: Run) -> None:
@@ -162,6 +165,6 @@ def test_userinfo_in_the_url_does_not_replace_the_key(simulator: Start, run_veri
         "usage",
         env={"OPENAI_API_KEY": API_KEY},
     )
-    assert "rejected the key" not in run.stderr
-    refused = run.returncode == 4 and run.stderr.startswith("ERROR: --endpoint: ")
-    assert refused or run.returncode == 0, run.stdout[-2000:] + run.stderr
+    # The key from the environment was sent (not the URL's user and password), so the
+    # vendor that requires it answered.
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr
