@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from tests.llama.server import LlamaServer
+from verifier import signing
 from verifier.simulator.defects import parse_defects
 from verifier.simulator.process import SimulatorProcess, child_env
 from verifier.simulator.server import SimulatorServer
@@ -80,9 +81,15 @@ def local_simulator() -> Iterator[Callable[..., SimulatorServer]]:
     """A simulated vendor served from a thread of this process (for client unit tests)."""
     servers: list[SimulatorServer] = []
 
-    def start(*defects: str, latency: float = 0.0, api_key: str | None = None) -> SimulatorServer:
+    def start(
+        *defects: str, seed: int = 0, latency: float = 0.0, api_key: str | None = None
+    ) -> SimulatorServer:
         server = SimulatorServer(
-            ("127.0.0.1", 0), defects=parse_defects(defects), latency=latency, api_key=api_key
+            ("127.0.0.1", 0),
+            defects=parse_defects(defects),
+            latency=latency,
+            api_key=api_key,
+            fault_seed=seed,
         )
         serve_in_thread(server)
         servers.append(server)
@@ -268,3 +275,22 @@ def small_profile(small_profile_dir: Path) -> Any:
     from verifier.reference.profiles import load_profile
 
     return load_profile(str(small_profile_dir))
+
+
+# A structured-output case line the loader accepts, for tests that write case files.
+GOOD_CASE: dict[str, Any] = {
+    "id": "one",
+    "keyword": "type",
+    "messages": [{"role": "user", "content": "hi"}],
+    "response_format": {
+        "type": "json_schema",
+        "json_schema": {"name": "x", "schema": {"type": "object"}},
+    },
+}
+
+
+@pytest.fixture
+def sign_key(tmp_path: Path) -> Path:
+    """A new Ed25519 private key file for --sign-key."""
+    private, _ = signing.generate_key(tmp_path / "signer.key")
+    return private

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, VerifierRun, fake_key, serve_in_thread
+from tests.conftest import GOOD_CASE, REPO, VerifierRun, fake_key, serve_in_thread
 from verifier.cases import load_corpus
 from verifier.config import FAMILY_NAMES
 from verifier.errors import CaseDataError
@@ -320,17 +320,6 @@ def test_a_run_that_stops_at_the_probe_leaves_out_as_it_was(
     after = snapshot(out)
     assert sorted(after) == sorted(before), "no file moved, removed or added"
     assert after == before
-
-
-GOOD_CASE = {
-    "id": "one",
-    "keyword": "type",
-    "messages": [{"role": "user", "content": "hi"}],
-    "response_format": {
-        "type": "json_schema",
-        "json_schema": {"name": "x", "schema": {"type": "object"}},
-    },
-}
 
 
 def good_line(case_id: str) -> str:

@@ -7,19 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import GOOD_CASE
 from verifier.cases import load_corpus
 from verifier.checks import FAMILIES
 from verifier.errors import CaseDataError
-
-GOOD = {
-    "id": "one",
-    "keyword": "type",
-    "messages": [{"role": "user", "content": "hi"}],
-    "response_format": {
-        "type": "json_schema",
-        "json_schema": {"name": "x", "schema": {"type": "object"}},
-    },
-}
 
 
 def write(root: Path, *lines: str) -> Path:
@@ -40,11 +31,11 @@ def test_the_shipped_corpus_loads_and_every_case_passes_its_family_check() -> No
 
 
 def test_blank_lines_are_skipped_and_digest_follows_content(tmp_path: Path) -> None:
-    root = write(tmp_path, json.dumps(GOOD), "", json.dumps({**GOOD, "id": "two"}))
+    root = write(tmp_path, json.dumps(GOOD_CASE), "", json.dumps({**GOOD_CASE, "id": "two"}))
     first = load_corpus(["structured_output"], root)
     assert [c.id for c in first.cases] == ["one", "two"]
     assert first.cases[1].source.endswith("a.jsonl:3")
-    write(tmp_path, json.dumps(GOOD))
+    write(tmp_path, json.dumps(GOOD_CASE))
     assert load_corpus(["structured_output"], root).digest != first.digest
 
 
@@ -53,16 +44,16 @@ def test_blank_lines_are_skipped_and_digest_follows_content(tmp_path: Path) -> N
     [
         ("{not json", r"a\.jsonl:1: not valid JSON: Expecting property name"),
         (
-            json.dumps({**GOOD, "messages": []}),
+            json.dumps({**GOOD_CASE, "messages": []}),
             r"a\.jsonl:1: \$\.messages: \[\] should be non-empty",
         ),
         (
-            json.dumps({**GOOD, "messages": [{"role": "bot", "content": "x"}]}),
+            json.dumps({**GOOD_CASE, "messages": [{"role": "bot", "content": "x"}]}),
             r"a\.jsonl:1: \$\.messages\[0\]\.role: 'bot' is not one of",
         ),
-        (json.dumps({**GOOD, "id": "Bad Id"}), r"a\.jsonl:1: \$\.id: 'Bad Id' does not match"),
+        (json.dumps({**GOOD_CASE, "id": "Bad Id"}), r"a\.jsonl:1: \$\.id: 'Bad Id' does not match"),
         (
-            json.dumps({k: v for k, v in GOOD.items() if k != "keyword"}),
+            json.dumps({k: v for k, v in GOOD_CASE.items() if k != "keyword"}),
             r"a\.jsonl:1: \$: 'keyword' is a required property",
         ),
     ],
@@ -74,7 +65,7 @@ def test_bad_lines_name_file_line_and_path(tmp_path: Path, line: str, message: s
 
 
 def test_duplicate_ids_are_an_error(tmp_path: Path) -> None:
-    root = write(tmp_path, json.dumps(GOOD), json.dumps(GOOD))
+    root = write(tmp_path, json.dumps(GOOD_CASE), json.dumps(GOOD_CASE))
     with pytest.raises(
         CaseDataError, match=r"a\.jsonl:2: duplicate case id 'one' \(first at .*a\.jsonl:1\)"
     ):
@@ -88,7 +79,7 @@ def test_missing_family_folder(tmp_path: Path) -> None:
 
 def test_an_invalid_schema_inside_a_case_is_the_case_s_fault(tmp_path: Path) -> None:
     bad = {
-        **GOOD,
+        **GOOD_CASE,
         "response_format": {
             "type": "json_schema",
             "json_schema": {"name": "x", "schema": {"type": "objekt"}},

@@ -13,13 +13,13 @@ import json
 import socketserver
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import VerifierRun, fake_key, serve_in_thread, verify
+from tests.conftest import VerifierRun, fake_key, verify
 from verifier import resources
 from verifier.cases import load_corpus
 from verifier.checks.structured_output import output_findings
@@ -64,28 +64,9 @@ KEY = fake_key("fault-test")
 
 
 @pytest.fixture
-def vendor() -> Iterator[Vendor]:
-    """Start simulated vendors in threads of this process; closed after the test."""
-    servers: list[SimulatorServer] = []
-
-    def start(
-        *defects: str, seed: int = 0, latency: float = 0.0, api_key: str | None = None
-    ) -> SimulatorServer:
-        server = SimulatorServer(
-            ("127.0.0.1", 0),
-            defects=parse_defects(defects),
-            latency=latency,
-            api_key=api_key,
-            fault_seed=seed,
-        )
-        serve_in_thread(server)
-        servers.append(server)
-        return server
-
-    yield start
-    for server in servers:
-        server.shutdown()
-        server.server_close()
+def vendor(local_simulator: Vendor) -> Vendor:
+    """Simulated vendors in threads of this process (``seed=`` chooses the faulted requests)."""
+    return local_simulator
 
 
 def connect(server: SimulatorServer, timeout: float = 5.0) -> http.client.HTTPConnection:

@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import KIMI_PROFILE, VerifierRun, fake_key, with_userinfo
-from verifier import signing
 
 pytestmark = pytest.mark.slow
 
@@ -62,12 +61,6 @@ def outputs(out: Path) -> set[str]:
 
 EXPECTED = {"journal.jsonl", "transcript.jsonl", "scorecard.json", "scorecard.md"}
 SIGNED = EXPECTED | {"scorecard.dsse.json"}
-
-
-@pytest.fixture
-def sign_key(tmp_path: Path) -> Path:
-    private, _ = signing.generate_key(tmp_path / "signer.key")
-    return private
 
 
 def test_the_api_key_is_in_no_output_of_a_whole_failing_run(

@@ -33,21 +33,15 @@ def verifier(*args: str | Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.fixture
-def key(tmp_path: Path) -> Path:
-    private, _ = signing.generate_key(tmp_path / "signer.key")
-    return private
-
-
 def test_sign_verify_tamper_and_verify_again(
-    simulator: Start, run_verifier: Run, key: Path, tmp_path: Path
+    simulator: Start, run_verifier: Run, sign_key: Path, tmp_path: Path
 ) -> None:
-    run = run_verifier(simulator(), *FAMILIES, "--sign-key", str(key))
+    run = run_verifier(simulator(), *FAMILIES, "--sign-key", str(sign_key))
     assert run.returncode == 0, run.stdout[-2000:]
     envelope = run.out / "scorecard.dsse.json"
     transcript = run.out / "transcript.jsonl"
     assert f"signed: {envelope}" in run.stdout
-    public = f"{key}.pub"
+    public = f"{sign_key}.pub"
     valid = verifier("verify", envelope, "--key", public, "--transcript", transcript)
     assert valid.returncode == 0, valid.stderr
     assert valid.stdout.startswith("valid: signed by ") and "verdict PASS" in valid.stdout
@@ -76,10 +70,10 @@ def test_sign_verify_tamper_and_verify_again(
 
 
 def test_securesystemslib_verifies_the_envelope_a_run_writes(
-    simulator: Start, run_verifier: Run, key: Path
+    simulator: Start, run_verifier: Run, sign_key: Path
 ) -> None:
-    run = run_verifier(simulator(), *FAMILIES, "--sign-key", str(key))
-    public = signing.load_public_key(Path(f"{key}.pub"))
+    run = run_verifier(simulator(), *FAMILIES, "--sign-key", str(sign_key))
+    public = signing.load_public_key(Path(f"{sign_key}.pub"))
     raw = public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     sslib = SSlibKey(signing.key_id(public), "ed25519", "ed25519", {"public": raw.hex()})
     envelope = Envelope.from_dict(json.loads((run.out / "scorecard.dsse.json").read_bytes()))
@@ -89,9 +83,9 @@ def test_securesystemslib_verifies_the_envelope_a_run_writes(
 
 @pytest.mark.parametrize("which", ["missing", "public"])
 def test_a_bad_signing_key_stops_the_run_before_any_request(
-    simulator: Start, run_verifier: Run, key: Path, which: str
+    simulator: Start, run_verifier: Run, sign_key: Path, which: str
 ) -> None:
-    path = key.parent / "nope.key" if which == "missing" else Path(f"{key}.pub")
+    path = sign_key.parent / "nope.key" if which == "missing" else Path(f"{sign_key}.pub")
     run = run_verifier(simulator(), *FAMILIES, "--sign-key", str(path))
     assert run.returncode == 4
     assert run.stderr.startswith("ERROR: ") and str(path) in run.stderr
@@ -99,11 +93,11 @@ def test_a_bad_signing_key_stops_the_run_before_any_request(
 
 
 def test_an_unsigned_rerun_leaves_no_stale_envelope(
-    simulator: Start, run_verifier: Run, key: Path, tmp_path: Path
+    simulator: Start, run_verifier: Run, sign_key: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "out"
     url = simulator()
-    run_verifier(url, *FAMILIES, "--sign-key", str(key), out=out)
+    run_verifier(url, *FAMILIES, "--sign-key", str(sign_key), out=out)
     assert (out / "scorecard.dsse.json").exists()
     resumed = run_verifier(url, *FAMILIES, "--resume", out=out)
     assert resumed.returncode == 0
