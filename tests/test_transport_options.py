@@ -196,10 +196,11 @@ def serve(handler: type[BaseHTTPRequestHandler]) -> ThreadingHTTPServer:
     return server
 
 
-def test_a_redirect_to_another_host_is_never_followed(run_verifier: Run) -> None:
+def test_a_redirect_to_another_server_is_never_followed(run_verifier: Run) -> None:
     Recorder.seen = []
     elsewhere = serve(Recorder)
-    target = f"http://localhost:{elsewhere.server_address[1]}/v1/models?token=abc123secret"
+    # Another server on loopback (tests talk to 127.0.0.1 only): following would reach it.
+    target = f"http://127.0.0.1:{elsewhere.server_address[1]}/v1/models?token=abc123secret"
 
     class Redirecting(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 - http.server naming
@@ -218,11 +219,13 @@ def test_a_redirect_to_another_host_is_never_followed(run_verifier: Run) -> None
             env={"OPENAI_API_KEY": fake_key("must-not-travel")},
         )
     finally:
-        redirecting.shutdown()
-        elsewhere.shutdown()
+        for server in (redirecting, elsewhere):
+            server.shutdown()
+            server.server_close()
     assert run.returncode == 4
     errors = [line for line in run.stderr.splitlines() if line.startswith("ERROR")]
     assert len(errors) == 1, run.stderr
-    assert "redirects to http://localhost:" in errors[0] and "HTTP 307" in errors[0]
+    assert f"redirects to http://127.0.0.1:{elsewhere.server_address[1]}/" in errors[0]
+    assert "HTTP 307" in errors[0]
     assert "abc123secret" not in run.stderr + run.stdout
     assert Recorder.seen == [], "nothing reached the other host"
