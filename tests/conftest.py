@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import socket
 import socketserver
 import subprocess
 import sys
@@ -67,6 +68,13 @@ def simulator() -> Iterator[Callable[..., str]]:
     yield start
     for process in running.values():
         process.stop()
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on (bound and released: for "cannot reach" tests)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def serve_in_thread(server: socketserver.BaseServer) -> None:

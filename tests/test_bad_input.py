@@ -12,7 +12,6 @@ import dataclasses
 import json
 import os
 import re
-import socket
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import GOOD_CASE, REPO, VerifierRun, fake_key, serve_in_thread
+from tests.conftest import GOOD_CASE, REPO, VerifierRun, fake_key, free_port, serve_in_thread
 from verifier.cases import load_corpus
 from verifier.config import FAMILY_NAMES
 from verifier.errors import CaseDataError
@@ -292,12 +291,6 @@ def test_an_endpoint_that_cannot_be_used_stops_at_the_model_list(
     assert re.fullmatch(line, the_error_line(run)), the_error_line(run)
     assert endpoint.requests == ["GET /v1/models"], "no chat request after the model list"
     assert "sk-wrong" not in run.stderr
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:

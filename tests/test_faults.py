@@ -192,7 +192,7 @@ def test_each_fault_hits_the_requests_its_seed_decides(
     # Each held request costs the client's whole timeout: fewer of them (their rate is
     # shown by the test above), and a timeout long enough that a loaded machine does not
     # pass for a held request.
-    count, timeout = (20, 0.4) if name == "fault-timeout" else (100, 5.0)
+    count, timeout = (20, 1.0) if name == "fault-timeout" else (100, 5.0)
     body = {**REQUEST, "stream": True} if stream else REQUEST
     hits = {}
     for seed in (0, 7):
@@ -319,7 +319,7 @@ def test_a_fault_that_outlives_the_retries_is_an_endpoint_error_recorded_by_kind
     error: type[EndpointError],
 ) -> None:
     server = vendor(defect, api_key=KEY)
-    client = faulty_client(server, tmp_path, timeout=0.25)
+    client = faulty_client(server, tmp_path, timeout=1.0)
     with pytest.raises(error) as raised:
         client.chat(REQUEST, stream=stream, label="case#1")
     assert raised.value.attempts == 3
@@ -343,7 +343,7 @@ def test_faults_at_a_rate_are_retried_into_the_clean_answer(vendor: Vendor, tmp_
     expected = [clean.chat(REQUEST, stream=n % 2 == 1) for n in range(20)]
     # Together they hit about two requests in five: eight retries nearly always do.
     everything = [f"{name}:0.1" for name in RATE_FAULTS]
-    client = faulty_client(vendor(*everything, seed=3), tmp_path, timeout=0.25, max_retries=8)
+    client = faulty_client(vendor(*everything, seed=3), tmp_path, timeout=1.0, max_retries=8)
     for n, want in enumerate(expected):
         got = client.chat(REQUEST, stream=n % 2 == 1)
         assert got.choice and want.choice and got.choice.content == want.choice.content

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import VerifierRun, fake_key
+from tests.conftest import VerifierRun, fake_key, free_port
 from verifier import resources
 from verifier.cases import load_corpus
 
@@ -177,12 +176,6 @@ def test_a_new_run_keeps_the_previous_one(
     assert second.scorecard["run"]["id"] != run_id
     assert json.loads((out / "previous" / "scorecard.json").read_text())["run"]["id"] == run_id
     assert "previous run's files were moved" in second.stdout
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def one_error_line(run: VerifierRun) -> str:

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import ast
 import re
-import socket
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, VerifierRun
+from tests.conftest import REPO, VerifierRun, free_port
 from tests.test_bad_input import profile_with_template, the_error_line
 from verifier.reference.template import ChatTemplate, TemplateError
 
@@ -103,12 +102,6 @@ def test_the_sandbox_still_lets_a_template_build_lists() -> None:
         "{% set _ = queue.ids.append('b') %}{{ queue.ids.pop(0) }}{{ queue.ids }}"
     )
     assert ChatTemplate(source).render(HELLO).text == "a['b']"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.mark.slow
