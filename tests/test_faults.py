@@ -226,35 +226,39 @@ def test_faults_hit_chat_completions_only(vendor: Vendor) -> None:
     assert exchange(server, REQUEST) == "429"
 
 
+def in_flight(server: SimulatorServer, count: int) -> bool:
+    """Whether the vendor comes to hold `count` chat requests within 5 s."""
+    deadline = time.monotonic() + 5
+    while server.in_flight.count != count and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return server.in_flight.count == count
+
+
+def hold(server: SimulatorServer) -> http.client.HTTPConnection:
+    """A connection whose chat request the vendor (fault-timeout:1) holds unanswered."""
+    held = connect(server, timeout=5)
+    held.request("POST", "/v1/chat/completions", json.dumps(REQUEST), {"Content-Type": "json"})
+    assert in_flight(server, 1)
+    return held
+
+
 def test_a_held_request_blocks_nothing_and_lets_go_when_the_client_does(
     vendor: Vendor,
 ) -> None:
     server = vendor("fault-timeout:1")
-    held = connect(server, timeout=5)
-    held.request("POST", "/v1/chat/completions", json.dumps(REQUEST), {"Content-Type": "json"})
-    deadline = time.monotonic() + 5
-    while server.in_flight.count < 1 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert server.in_flight.count == 1
+    held = hold(server)
     other = connect(server, timeout=5)
     other.request("GET", "/v1/models")
     assert other.getresponse().status == 200
     assert server.in_flight.count == 1, "answered while the other request is still held"
     other.close()
     held.close()
-    while server.in_flight.count and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert server.in_flight.count == 0
+    assert in_flight(server, 0)
 
 
 def test_closing_the_vendor_releases_held_requests(vendor: Vendor) -> None:
     server = vendor("fault-timeout:1")
-    held = connect(server, timeout=5)
-    held.request("POST", "/v1/chat/completions", json.dumps(REQUEST), {"Content-Type": "json"})
-    deadline = time.monotonic() + 5
-    while server.in_flight.count < 1 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert server.in_flight.count == 1
+    held = hold(server)
     server.shutdown()
     server.server_close()
     # Held, it would outlast the client's 5 s timeout (a socket timeout, not this).
