@@ -13,6 +13,7 @@ the same clock.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 import os
@@ -189,6 +190,18 @@ class Run:
                 f"\n{self.stderr[-3000:]}"
             )
         return self
+
+
+def add_suite_options(parser: argparse.ArgumentParser) -> None:
+    """The options that choose what a run verifies: ``--families`` and ``--profile``."""
+    parser.add_argument("--families", help="comma-separated families (default: all)")
+    parser.add_argument("--profile", default=KIMI_PROFILE, help="NAME:PATH (default: Kimi K2)")
+
+
+def suite_args(options: argparse.Namespace) -> list[str]:
+    """The verifier options for :func:`add_suite_options`' choices."""
+    families = ["--families", options.families] if options.families else []
+    return ["--profile", options.profile, *families]
 
 
 def verifier_command(url: str, out: Path, args: Sequence[str]) -> list[str]:

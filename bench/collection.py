@@ -37,13 +37,14 @@ from pathlib import Path
 from typing import Any
 
 from _harness import (
-    KIMI_PROFILE,
     Simulator,
+    add_suite_options,
     child_env,
     collected,
     emit,
     parse_attempt,
     run_verifier,
+    suite_args,
     table,
     verifier_command,
     workdir,
@@ -123,7 +124,7 @@ def measure(url: str, args: list[str], work: Path, repeat: int, timeout: float) 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--families", help="comma-separated families (default: all)")
+    add_suite_options(parser)
     parser.add_argument(
         "--scale",
         type=int,
@@ -132,7 +133,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         "(default 10; 1 measures the corpus alone)",
     )
     parser.add_argument("--repeat", type=int, default=1, help="runs per figure; the best counts")
-    parser.add_argument("--profile", default=KIMI_PROFILE, help="NAME:PATH (default: Kimi K2)")
     parser.add_argument("--timeout", type=float, default=900, help="seconds allowed per run")
     args = parser.parse_args(argv)
     if args.scale < 1 or args.repeat < 1:
@@ -140,7 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.scale > 1 and args.families and STRUCTURED not in args.families.split(","):
         parser.error(f"--scale adds {STRUCTURED} cases: --families must include it")
 
-    base = ["--profile", args.profile, *(["--families", args.families] if args.families else [])]
+    base = suite_args(args)
     results: list[dict[str, Any]] = []
     with Simulator("--profile", args.profile) as vendor, workdir() as work:
         corpus = measure(vendor.url, base, work, args.repeat, args.timeout)

@@ -54,13 +54,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from _harness import (
-    KIMI_PROFILE,
     Attempt,
     Run,
     Simulator,
+    add_suite_options,
     emit,
     epoch,
     run_verifier,
+    suite_args,
     table,
     workdir,
 )
@@ -182,14 +183,10 @@ def analyse(run: Run, latency: float, slots: int, vendor_cpu: float | None) -> d
     }
 
 
-def verifier_args(families: str | None, profile: str, concurrency: int, workers: int) -> list[str]:
-    """The run's options: the suite, the profile, the concurrency (and xdist workers)."""
-    args = ["--profile", profile, "--concurrency", str(concurrency), "-q"]
-    if families:
-        args += ["--families", families]
-    if workers:
-        args += ["-n", str(workers)]
-    return args
+def verifier_args(options: argparse.Namespace, concurrency: int) -> list[str]:
+    """The run's options: the suite and profile, the concurrency (and xdist workers)."""
+    workers = ["-n", str(options.workers)] if options.workers else []
+    return [*suite_args(options), "--concurrency", str(concurrency), "-q", *workers]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -204,8 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--latency-ms", type=float, default=200.0, help="the vendor's wait (default 200)"
     )
     parser.add_argument("--workers", type=int, default=0, help="pytest-xdist -n (default: none)")
-    parser.add_argument("--families", help="comma-separated families (default: all)")
-    parser.add_argument("--profile", default=KIMI_PROFILE, help="NAME:PATH (default: Kimi K2)")
+    add_suite_options(parser)
     parser.add_argument(
         "--no-warmup", action="store_true", help="skip the untimed run that warms the vendor"
     )
@@ -221,13 +217,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         workdir() as work,
     ):
         if not args.no_warmup:
-            warm = verifier_args(args.families, args.profile, max(levels), args.workers)
+            warm = verifier_args(args, max(levels))
             run_verifier(vendor.url, warm, work).check()
         for concurrency in levels:
             before = vendor.cpu()
             run = run_verifier(
                 vendor.url,
-                verifier_args(args.families, args.profile, concurrency, args.workers),
+                verifier_args(args, concurrency),
                 work,
             ).check()
             after = vendor.cpu()

@@ -34,13 +34,14 @@ from pathlib import Path
 from typing import Any
 
 from _harness import (
-    KIMI_PROFILE,
     PROBE,
     Attempt,
     Run,
     Simulator,
+    add_suite_options,
     emit,
     run_verifier,
+    suite_args,
     table,
     workdir,
 )
@@ -85,14 +86,10 @@ def summary(run: Run) -> dict[str, Any]:
     }
 
 
-def verify_vendor(
-    defect: str | None, families: str | None, profile: str, concurrency: int, work: Path
-) -> dict[str, Any]:
+def verify_vendor(defect: str | None, options: argparse.Namespace, work: Path) -> dict[str, Any]:
     """Run the suite against one vendor with each budget; the summaries and their comparison."""
-    args = ["--profile", profile, "--gate", "--concurrency", str(concurrency), "-q"]
-    if families:
-        args += ["--families", families]
-    vendor_args = ["--profile", profile, *(["--defect", defect] if defect else [])]
+    args = [*suite_args(options), "--gate", "--concurrency", str(options.concurrency), "-q"]
+    vendor_args = ["--profile", options.profile, *(["--defect", defect] if defect else [])]
     runs: dict[str, dict[str, Any]] = {}
     with Simulator(*vendor_args) as vendor:
         for budget in BUDGETS:
@@ -122,24 +119,20 @@ def print_spend(families: dict[str, dict[str, int]]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--families", help="comma-separated families (default: all)")
+    add_suite_options(parser)
     parser.add_argument(
         "--defect",
         action="append",
         help=f"a defective vendor to verify (repeatable; default: {', '.join(DEFAULT_DEFECTS)})",
     )
     parser.add_argument("--concurrency", type=int, default=1, help="cases in flight (default 1)")
-    parser.add_argument("--profile", default=KIMI_PROFILE, help="NAME:PATH (default: Kimi K2)")
     args = parser.parse_args(argv)
     if args.concurrency < 1:
         parser.error("--concurrency must be positive")
     defects = args.defect or list(DEFAULT_DEFECTS)
 
     with workdir() as work:
-        vendors = [
-            verify_vendor(defect, args.families, args.profile, args.concurrency, work)
-            for defect in [None, *defects]
-        ]
+        vendors = [verify_vendor(defect, args, work) for defect in [None, *defects]]
 
     clean = vendors[0]["full"]
     print(
