@@ -255,9 +255,14 @@ def collected(stdout: str) -> int:
 
 def parse_list(value: str) -> list[int]:
     """``8,32,128`` as positive integers (argparse type)."""
-    numbers = [int(part) for part in value.split(",") if part.strip()]
+    try:
+        numbers = [int(part) for part in value.split(",") if part.strip()]
+    except ValueError:
+        numbers = []
     if not numbers or min(numbers) < 1:
-        raise ValueError(value)
+        raise argparse.ArgumentTypeError(
+            f"expected positive whole numbers like 8,32, got {value!r}"
+        )
     return numbers
 
 

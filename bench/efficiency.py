@@ -40,6 +40,7 @@ Run from the repository root, in the project's virtualenv::
 
     python bench/efficiency.py                              # concurrency 8, 32, 128
     python bench/efficiency.py --concurrency 32 --latency-ms 200
+    python bench/efficiency.py --concurrency 32 --runs 5     # the median of five runs
     python bench/efficiency.py --concurrency 16 --workers 2  # -n 2: 32 in flight
 """
 
@@ -60,6 +61,7 @@ from _harness import (
     add_suite_options,
     emit,
     epoch,
+    parse_list,
     run_verifier,
     suite_args,
     table,
@@ -183,6 +185,32 @@ def analyse(run: Run, latency: float, slots: int, vendor_cpu: float | None) -> d
     }
 
 
+def medians(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per concurrency, in the order measured: the runs' span and process ratios (median, range).
+
+    One run is a sample of a noisy figure (the host's load moves it by a few hundredths), so
+    the target is judged on the median of several.
+    """
+    by_level: dict[int, list[dict[str, Any]]] = {}
+    for result in results:
+        by_level.setdefault(result["concurrency_total"], []).append(result)
+    return [
+        {
+            "concurrency_total": level,
+            "runs": len(runs),
+            **{
+                key: {
+                    "median": round(statistics.median(r[key] for r in runs), 3),
+                    "min": min(r[key] for r in runs),
+                    "max": max(r[key] for r in runs),
+                }
+                for key in ("span_ratio", "process_ratio")
+            },
+        }
+        for level, runs in by_level.items()
+    ]
+
+
 def verifier_args(options: argparse.Namespace, concurrency: int) -> list[str]:
     """The run's options: the suite and profile, the concurrency (and xdist workers)."""
     workers = ["-n", str(options.workers)] if options.workers else []
@@ -193,9 +221,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--concurrency",
-        type=int,
-        action="append",
-        help="cases in flight per process (repeatable; default: 8, 32 and 128)",
+        type=parse_list,
+        action="extend",
+        help="comma-separated cases in flight per process (repeatable; default: 8,32,128)",
+    )
+    parser.add_argument(
+        "--runs", type=int, default=1, help="timed runs per concurrency (default 1; see medians)"
     )
     parser.add_argument(
         "--latency-ms", type=float, default=200.0, help="the vendor's wait (default 200)"
@@ -207,8 +238,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     levels = args.concurrency or [8, 32, 128]
-    if min(levels) < 1 or args.latency_ms <= 0 or args.workers < 0:
-        parser.error("--concurrency and --latency-ms must be positive, --workers not negative")
+    if args.runs < 1 or args.latency_ms <= 0 or args.workers < 0:
+        parser.error("--runs and --latency-ms must be positive, --workers not negative")
     latency = args.latency_ms / 1000
 
     results: list[dict[str, Any]] = []
@@ -219,7 +250,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.no_warmup:
             warm = verifier_args(args, max(levels))
             run_verifier(vendor.url, warm, work).check()
-        for concurrency in levels:
+        for concurrency in [level for level in levels for _ in range(args.runs)]:
             before = vendor.cpu()
             run = run_verifier(
                 vendor.url,
@@ -295,6 +326,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         ("part", *(f"c={r['concurrency_total']}" for r in results)),
         [(label, *(r[key] for r in results)) for label, key in parts],
     )
+    summary = medians(results)
+    if args.runs > 1:
+        print(f"\nthe ratios over {args.runs} runs per concurrency (median, min, max):")
+        table(
+            ("concurrency", "span ratio", "min", "max", "process ratio", "min", "max"),
+            [
+                (
+                    row["concurrency_total"],
+                    *row["span_ratio"].values(),
+                    *row["process_ratio"].values(),
+                )
+                for row in summary
+            ],
+        )
     emit(
         {
             "bench": "efficiency",
@@ -302,6 +347,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "families": args.families or "all",
             "workers": args.workers,
             "runs": results,
+            "medians": summary,
         }
     )
     return 0

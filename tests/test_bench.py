@@ -55,34 +55,46 @@ def test_efficiency() -> None:
         "efficiency",
         "--concurrency",
         "4",
+        "--runs",
+        "2",
         "--latency-ms",
         "20",
         "--families",
         "wire",
         "--no-warmup",
     )
-    [run] = record["runs"]
-    assert run["concurrency"] == run["concurrency_total"] == 4
-    assert set(run["families"]) == {"wire"}
-    assert 0 < run["delayed_requests"] <= run["chat_requests"] <= run["requests"]
-    assert run["floor_s"] == pytest.approx(run["delayed_requests"] * 0.020 / 4, abs=0.001)
-    assert run["process_ratio"] > 0 and run["span_ratio"] >= run["process_ratio"]
-    # The parts are a partition of the process's wall time (each rounded to 1 ms).
-    parts = (
-        "startup_s",
-        "session_to_first_request_s",
-        "probe_s",
-        "collection_s",
-        "cases_floor_s",
-        "inflation_s",
-        "idle_inside_cases_s",
-        "idle_between_cases_s",
-        "catch_up_s",
-        "scorecard_s",
-        "exit_s",
-    )
-    assert sum(run[key] for key in parts) == pytest.approx(run["process_wall_s"], abs=0.02)
-    assert run["verifier_cpu_s"] > 0
+    first, second = record["runs"]
+    [medians] = record["medians"]
+    assert medians["concurrency_total"] == 4 and medians["runs"] == 2
+    for key in ("span_ratio", "process_ratio"):
+        low, high = sorted((first[key], second[key]))
+        assert medians[key] == {
+            "median": pytest.approx((low + high) / 2, abs=0.001),
+            "min": low,
+            "max": high,
+        }
+    for run in record["runs"]:
+        assert run["concurrency"] == run["concurrency_total"] == 4
+        assert set(run["families"]) == {"wire"}
+        assert 0 < run["delayed_requests"] <= run["chat_requests"] <= run["requests"]
+        assert run["floor_s"] == pytest.approx(run["delayed_requests"] * 0.020 / 4, abs=0.001)
+        assert run["process_ratio"] > 0 and run["span_ratio"] >= run["process_ratio"]
+        # The parts are a partition of the process's wall time (each rounded to 1 ms).
+        parts = (
+            "startup_s",
+            "session_to_first_request_s",
+            "probe_s",
+            "collection_s",
+            "cases_floor_s",
+            "inflation_s",
+            "idle_inside_cases_s",
+            "idle_between_cases_s",
+            "catch_up_s",
+            "scorecard_s",
+            "exit_s",
+        )
+        assert sum(run[key] for key in parts) == pytest.approx(run["process_wall_s"], abs=0.02)
+        assert run["verifier_cpu_s"] > 0
 
 
 def test_collection() -> None:
