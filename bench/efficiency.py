@@ -327,13 +327,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         [(label, *(r[key] for r in results)) for label, key in parts],
     )
     summary = medians(results)
-    if args.runs > 1:
-        print(f"\nthe ratios over {args.runs} runs per concurrency (median, min, max):")
+    if any(row["runs"] > 1 for row in summary):
+        print("\nthe ratios of each concurrency's runs (median, min, max):")
         table(
-            ("concurrency", "span ratio", "min", "max", "process ratio", "min", "max"),
+            ("concurrency", "runs", "span ratio", "min", "max", "process ratio", "min", "max"),
             [
                 (
                     row["concurrency_total"],
+                    row["runs"],
                     *row["span_ratio"].values(),
                     *row["process_ratio"].values(),
                 )
