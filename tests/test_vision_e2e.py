@@ -47,6 +47,7 @@ def webp(data: dict[str, Any]) -> bool:
 
 ANSWERED = ids("semantic", "stale_cache", "transport")
 OVER_LIMIT = {f"vision/{c.id}" for c in VISION if over_limit(c.data)}
+CHECK = {f"vision/{c.id}": c.data["check"] for c in VISION}
 INVALID = ids("invalid")
 # What each defect must fail, with which code; every other case passes.
 DEFECTS: dict[str, dict[str, set[str]]] = {
@@ -58,6 +59,13 @@ DEFECTS: dict[str, dict[str, set[str]]] = {
         "image_tokens_mismatch": ids("tokens", where=lambda d: largest(d) > 512)
     },
     "vision-invalid-image-500": {"invalid_image_5xx": INVALID, "image_5xx": OVER_LIMIT},
+    # The wire defect that answers every invalid request as if valid: invalid images too, and
+    # images over the documented limit, which get an answer about something else.
+    "invalid-request-200": {
+        "invalid_image_accepted": INVALID,
+        "answer_mismatch": {key for key in OVER_LIMIT if CHECK[key] == "semantic"},
+        "image_tokens_mismatch": {key for key in OVER_LIMIT if CHECK[key] == "tokens"},
+    },
 }
 
 
