@@ -34,7 +34,8 @@ from verifier.outdir import OutDir
 from verifier.simulator.process import SimulatorProcess, child_env
 
 REPO = Path(__file__).resolve().parent.parent
-KIMI_PROFILE = f"kimi-k2:{REPO / 'tests' / 'data' / 'kimi-k2'}"
+# The built-in Kimi K2 profile with the test vision projector's image rule.
+KIMI_PROFILE = f"kimi-k2:{REPO / 'tests' / 'data' / 'kimi-k2-vision'}"
 CHAT_PATH = "/chat/completions"
 PROBE = "probe"
 

@@ -59,7 +59,7 @@ from verifier.reference.profiles import Profile, load_profile  # noqa: E402
 from verifier.reference.template import Rendered  # noqa: E402
 from verifier.reference.tokenizer import TiktokenTokenizer, special_pattern  # noqa: E402
 
-DEFAULT_PROFILE = f"kimi-k2:{REPO / 'tests' / 'data' / 'kimi-k2'}"
+DEFAULT_PROFILE = "kimi-k2"
 SEED = 0
 # Special-token text a user may paste (chat logs, prompt-injection attempts, docs about tokens).
 LOOK_ALIKES = (

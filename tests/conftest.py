@@ -23,7 +23,11 @@ from verifier.simulator.process import SimulatorProcess, child_env
 from verifier.simulator.server import SimulatorServer
 
 REPO = Path(__file__).resolve().parent.parent
-KIMI_PROFILE = f"kimi-k2:{REPO / 'tests' / 'data' / 'kimi-k2'}"
+# The built-in Kimi K2 profile, and test profiles on top of it: the test vision projector's
+# image rule, and Kimi K2 Thinking's chat template (it renders reasoning_content).
+KIMI_PROFILE = "kimi-k2"
+KIMI_VISION_PROFILE = f"kimi-k2:{REPO / 'tests' / 'data' / 'kimi-k2-vision'}"
+KIMI_THINKING_PROFILE = f"kimi-k2:{REPO / 'tests' / 'data' / 'kimi-k2-thinking'}"
 
 
 def fake_key(label: str) -> str:
@@ -261,7 +265,7 @@ def realserver_run(
                 "--repeats",
                 "3",
                 "--profile",
-                KIMI_PROFILE,
+                KIMI_VISION_PROFILE,
                 timeout=1800,
             )
         return runs[name]

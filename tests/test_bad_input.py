@@ -19,14 +19,15 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import GOOD_CASE, REPO, VerifierRun, fake_key, free_port, serve_in_thread
+from tests.conftest import GOOD_CASE, VerifierRun, fake_key, free_port, serve_in_thread
 from verifier.cases import load_corpus
 from verifier.config import FAMILY_NAMES
 from verifier.errors import CaseDataError
+from verifier.reference.profiles import BUILTIN_DIR
 
 Run = Callable[..., VerifierRun]
 Start = Callable[..., str]
-KIMI_FOLDER = REPO / "tests" / "data" / "kimi-k2"
+KIMI_FOLDER = BUILTIN_DIR / "kimi-k2"
 VENDOR_MODEL = "vendor-model"
 
 
@@ -108,7 +109,7 @@ def the_error_line(run: VerifierRun) -> str:
 
 
 def profile_with_template(folder: Path, template: str) -> Path:
-    """A copy of the Kimi test profile (by symlinks) whose chat template is `template`."""
+    """A copy of the built-in Kimi profile (by symlinks) whose chat template is `template`."""
     folder.mkdir()
     for source in KIMI_FOLDER.iterdir():
         if source.name != "chat_template.jinja":

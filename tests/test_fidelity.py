@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from verifier.checks.chat_template import grade, rendering_findings
@@ -11,13 +9,12 @@ from verifier.checks.tokenizer import count_findings, first_difference, id_findi
 from verifier.reference.profiles import Profile, load_profile
 from verifier.reference.tokenizer import encode_all_special
 
-KIMI = Path(__file__).parent / "data" / "kimi-k2"
 USER = [{"role": "user", "content": "Hello there"}]
 
 
 @pytest.fixture(scope="module")
 def kimi() -> Profile:
-    return load_profile(f"kimi-k2:{KIMI}")
+    return load_profile("kimi-k2")
 
 
 def count(profile: Profile, messages: list[dict[str, object]], **kwargs: object) -> int:

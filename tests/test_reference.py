@@ -10,16 +10,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from verifier.errors import ConfigError
-from verifier.reference.profiles import Profile, load_profile
+from verifier.reference.profiles import BUILTIN_DIR, Profile, load_profile
 from verifier.reference.template import ChatTemplate, TemplateError
 from verifier.reference.tokenizer import KIMI_PAT_STR, encode_all_special, encode_prompt
 
-KIMI = Path(__file__).parent / "data" / "kimi-k2"
+KIMI = BUILTIN_DIR / "kimi-k2"
 
 
 @pytest.fixture(scope="module")
 def kimi() -> Profile:
-    return load_profile(f"kimi-k2:{KIMI}")
+    return load_profile("kimi-k2")
 
 
 def test_kimi_known_values(kimi: Profile) -> None:

@@ -97,10 +97,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--profile",
-        metavar="[NAME:]PATH",
-        help="reference model folder (chat template + tokenizer) for the chat_template and "
-        "tokenizer families, e.g. kimi-k2:/models/Kimi-K2; without it those checks are "
-        "unsupported",
+        metavar="NAME|PATH|NAME:PATH",
+        help="the model's own chat template and tokenizer, for the chat_template and tokenizer "
+        "families: a built-in profile (kimi-k2), a model folder, or a folder on top of a "
+        "built-in (kimi-k2:/models/Kimi-K2). Default: the built-in profile of the model the "
+        "endpoint serves, if any; none: no profile",
     )
     group.addoption(
         "--generated",

@@ -31,10 +31,10 @@ from .endpoint.transcript import Transcript
 from .errors import ConfigError, SigningError, VerifierError
 from .gate import evaluate, load_thresholds
 from .gate import summary_lines as gate_lines
-from .journal import FINAL_STATUSES, Journal, read_journal
+from .journal import FINAL_STATUSES, Journal, JournalContents, read_journal
 from .outcome import Outcome, Status
 from .outdir import OutDir, write_atomic
-from .reference.profiles import load_profile
+from .reference.profiles import NO_PROFILE, builtin_names, load_profile, profile_for_model
 from .render.scorecard_markdown import render_scorecard_markdown
 from .report import render_outcome, summary_lines
 from .runner import RunContext, run_case
@@ -85,7 +85,6 @@ class VerifierSession:
         if not config.option.collectonly:
             threading.Thread(target=self._prepare, name="verifier-prepare", daemon=True).start()
         self.out = OutDir(prepare_out_dir(run.out_dir))
-        self.profile = None if run.profile is None else load_profile(run.profile)
         self.baseline = None if run.baseline is None else load_baseline(run.baseline)
         # Loaded before any request, so that a wrong key costs nothing.
         self.signing_key = None
@@ -96,17 +95,6 @@ class VerifierSession:
                 self.signing_key = load_private_key(run.sign_key)
             except SigningError as exc:
                 raise ConfigError(f"--sign-key: {exc}") from None
-        self.gate: tuple[dict[str, dict[str, Any]], str] | None = None
-        profile_gate = self.profile.settings.get("gate") if self.profile else None
-        if run.gate:
-            self.gate = load_thresholds(run.gate_thresholds, profile_gate, FAMILY_NAMES)
-        # --budget auto stops at the gate's thresholds (the defaults without --gate).
-        self.thresholds = (
-            self.gate[0]
-            if self.gate
-            else load_thresholds(run.gate_thresholds, profile_gate, FAMILY_NAMES)[0]
-        )
-        self.budget = Budget(self.thresholds) if run.budget == "auto" else None
         self.journal: Journal | None = None
         self.moved_previous = False
         self.sessions = 1
@@ -115,6 +103,7 @@ class VerifierSession:
             self.run_id: str = shared["run_id"]
             self.capabilities = Capabilities.from_dict(shared["capabilities"])
             self.done: dict[str, dict[str, Any]] = shared["done"]
+            self._use_profile(shared["profile"], shared["profile_chosen"])
             self._count_done()
             worker = config.workerinput["workerid"]  # type: ignore[attr-defined]
             self.client = self._client(worker)
@@ -122,7 +111,10 @@ class VerifierSession:
             return
         self.started = _now()
         self.done = {}
-        header = self._open_journal()
+        given = run.profile if run.profile != NO_PROFILE else None
+        # A bad profile or thresholds file stops the run before any request.
+        self._use_profile(given, "given" if given else None)
+        resumed = self._resumed_journal()
         self.client = self._client("main")
         try:
             self.capabilities = probe(
@@ -131,6 +123,9 @@ class VerifierSession:
                 vision="vision" in run.families,
                 tokenizer=bool({"chat_template", "tokenizer"} & set(run.families)),
             )
+            if run.profile is None:
+                self._choose_profile()
+            header = self._header(resumed)
         except VerifierError:
             # The run never started: --out stays as it was (no previous/ move, no shard).
             self.client.close()
@@ -141,10 +136,30 @@ class VerifierSession:
         if self.journal is None:
             if not self.run.resume:
                 self.moved_previous = self.out.move_previous(keep_run=self.run_id)
-            header["capabilities"] = self.capabilities.to_dict()
             self.journal = Journal.create(self.out.journal, header)
         self._count_done()
         self.scheduler = CaseScheduler(self._run_case, run.concurrency)
+
+    def _use_profile(self, spec: str | None, chosen: str | None) -> None:
+        """Load the profile `spec` (None: none), and the thresholds that depend on it."""
+        self.profile_spec = spec
+        self.profile = None if spec is None else load_profile(spec)
+        self.profile_chosen = chosen
+        profile_gate = self.profile.settings.get("gate") if self.profile else None
+        thresholds = load_thresholds(self.run.gate_thresholds, profile_gate, FAMILY_NAMES)
+        self.gate = thresholds if self.run.gate else None
+        # --budget auto stops at the gate's thresholds (the defaults without --gate).
+        self.thresholds = thresholds[0]
+        self.budget = Budget(self.thresholds) if self.run.budget == "auto" else None
+
+    def _choose_profile(self) -> None:
+        """Take the built-in profile of the model the endpoint serves, if there is one."""
+        caps = self.capabilities
+        for served in (caps.served_model, caps.model):
+            name = profile_for_model(served)
+            if name is not None:
+                self._use_profile(name, f"served model {served}")
+                return
 
     def _prepare(self) -> None:
         """Do the cases' local work (their images) in the background.
@@ -159,38 +174,53 @@ class VerifierSession:
                 with contextlib.suppress(Exception):
                     prepare(case)
 
-    def _open_journal(self) -> dict[str, Any]:
-        """Resume the journal in --out, or prepare the header of a new run."""
+    def _resumed_journal(self) -> JournalContents | None:
+        """The journal in --out when resuming a run that has one (its run id is kept)."""
+        self.run_id = uuid.uuid4().hex
+        if not (self.run.resume and self.out.journal.exists()):
+            return None
+        contents = read_journal(self.out.journal)
+        if contents.header is None:
+            return None
+        self.run_id = contents.header["run_id"]
+        return contents
+
+    def _header(self, resumed: JournalContents | None) -> dict[str, Any]:
+        """The run's journal header; when resuming, the old one, checked against this run."""
         header = {
-            "run_id": uuid.uuid4().hex,
+            "run_id": self.run_id,
             "started": self.started,
             "verifier_version": __version__,
             "settings": self.run.settings(),
-            "profile": self.profile.describe() if self.profile else None,
+            "profile": self._profile_record(),
             "corpus": {"digest": self.corpus.digest, "families": dict(self.corpus.digests)},
+            "capabilities": self.capabilities.to_dict(),
         }
-        if self.run.resume and self.out.journal.exists():
-            contents = read_journal(self.out.journal)
-            old = contents.header
-            if old is not None:
-                mismatch = _resume_mismatch(old, header)
-                if mismatch:
-                    raise VerifierError(
-                        f"--resume: the run in {self.out.root} differs ({mismatch}); "
-                        f"use the same options, or another --out, or drop --resume"
-                    )
-                self.run_id = old["run_id"]
-                self.started = old["started"]
-                self.done = {
-                    key: record["outcome"]
-                    for key, record in contents.latest().items()
-                    if record["outcome"]["status"] in FINAL_STATUSES
-                }
-                self.sessions = contents.sessions + 1
-                self.journal = Journal.resume(self.out.journal, contents, _now())
-                return old
-        self.run_id = header["run_id"]
-        return header
+        if resumed is None:
+            return header
+        old = resumed.header
+        assert old is not None, "a resumed journal has a header"
+        mismatch = _resume_mismatch(old, header)
+        if mismatch:
+            raise VerifierError(
+                f"--resume: the run in {self.out.root} differs ({mismatch}); "
+                f"use the same options, or another --out, or drop --resume"
+            )
+        self.started = old["started"]
+        self.done = {
+            key: record["outcome"]
+            for key, record in resumed.latest().items()
+            if record["outcome"]["status"] in FINAL_STATUSES
+        }
+        self.sessions = resumed.sessions + 1
+        self.journal = Journal.resume(self.out.journal, resumed, _now())
+        return dict(old)
+
+    def _profile_record(self) -> dict[str, Any] | None:
+        """What the journal and scorecard say of the profile, how it was chosen included."""
+        if self.profile is None:
+            return None
+        return {**self.profile.describe(), "chosen": self.profile_chosen}
 
     def _client(self, worker: str) -> EndpointClient:
         run = self.run
@@ -230,6 +260,8 @@ class VerifierSession:
             "run_id": self.run_id,
             "capabilities": self.capabilities.to_dict(),
             "done": self.done,
+            "profile": self.profile_spec,
+            "profile_chosen": self.profile_chosen,
         }
 
     # -- hooks ---------------------------------------------------------------
@@ -244,6 +276,7 @@ class VerifierSession:
         )
         lines = [
             f"verifier {__version__}: {self.run.endpoint_display} model {caps.model}{served}",
+            self._profile_line(),
             f"verifier out: {self.out.root} (run {self.run_id})",
         ]
         if self.done:
@@ -253,6 +286,24 @@ class VerifierSession:
         if self.moved_previous:
             lines.append(f"verifier: the previous run's files were moved to {self.out.previous}")
         return lines
+
+    def _profile_line(self) -> str:
+        """Which profile grades the run, and how it was chosen."""
+        profile = self.profile
+        if profile is None:
+            why = "--profile none" if self.run.profile == NO_PROFILE else "no --profile given"
+            return (
+                f"verifier profile: none ({why}; chat_template and tokenizer need one: "
+                f"--profile NAME or PATH, built in: {', '.join(builtin_names())})"
+            )
+        where = "built in" if profile.builtin else str(profile.root)
+        if self.profile_chosen and self.profile_chosen.startswith("served model "):
+            served = self.profile_chosen.removeprefix("served model ")
+            return (
+                f"verifier profile: {profile.name} ({where}), chosen because the endpoint "
+                f"serves {served}; --profile none turns this off"
+            )
+        return f"verifier profile: {profile.name} ({where})"
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection(self, session: pytest.Session) -> bool | None:

@@ -14,10 +14,12 @@ import hashlib
 import os
 from pathlib import Path
 
+from verifier.reference.profiles import BUILTIN_DIR
+
 from . import projector, text_model
 
 HERE = Path(__file__).resolve().parent
-REFERENCE = HERE.parent / "data" / "kimi-k2"
+REFERENCE = BUILTIN_DIR / "kimi-k2"
 # The reference template with one special-token literal written as a jinja concatenation:
 # it renders byte-identical prompts, but llama.cpp does not recognise it as Kimi K2's and
 # uses its generic chat handler instead of the dedicated one.

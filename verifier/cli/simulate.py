@@ -12,6 +12,7 @@ from types import FrameType
 from ..errors import VerifierError
 from ..reference.profiles import load_profile
 from ..simulator.defects import parse_defects
+from ..simulator.model import MODEL_ID
 from ..simulator.server import SimulatorServer
 
 
@@ -51,14 +52,22 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--profile",
-        metavar="[NAME:]PATH",
-        help="render and count prompts with this model profile (as the plugin's --profile)",
+        metavar="NAME|PATH|NAME:PATH",
+        help="render and count prompts with this model profile, e.g. kimi-k2 (as the plugin's "
+        "--profile)",
     )
     parser.add_argument(
         "--tokenizer-api",
         choices=("vllm", "llamacpp", "none"),
         default="vllm",
         help="tokenizer endpoints a profiled vendor offers (default: vllm)",
+    )
+    parser.add_argument(
+        "--served-model",
+        default=MODEL_ID,
+        metavar="ID",
+        help=f"the model id to serve (default: {MODEL_ID}); a built-in profile's id makes "
+        "the verifier choose that profile",
     )
     parser.add_argument(
         "--no-vision",
@@ -99,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
             profile=profile,
             tokenizer_api=args.tokenizer_api,
             vision=not args.no_vision,
+            served_model=args.served_model,
             fault_seed=args.fault_seed,
         )
     except ValueError as exc:

@@ -1,6 +1,6 @@
 """Model profiles: the chat template and tokenizer of the model under test, and its policies.
 
-A profile is a folder the user brings from the model release. What is found in it:
+A profile is a folder from the model release. What is found in it:
 
 - the chat template: ``chat_template.jinja``, else the ``chat_template`` of
   ``tokenizer_config.json``;
@@ -9,15 +9,19 @@ A profile is a folder the user brings from the model release. What is found in i
   ``verifier-profile.json`` or the built-in profile named on the command line) and
   the special tokens of ``tokenizer_config.json``;
 - optionally ``verifier-profile.json`` (validated against ``schemas/profile.schema.json``):
-  file names, the regex, and policies such as the prompt-token tolerance.
+  file names, the regex, the served model ids that select it, and policies such as the
+  prompt-token tolerance.
 
-``--profile PATH`` or ``--profile NAME:PATH``; NAME picks built-in defaults
-(``kimi-k2``: Kimi's regex and reserved special tokens).
+``--profile NAME`` names a built-in profile (a folder shipped in ``builtin/``);
+``--profile PATH`` a folder; ``--profile NAME:PATH`` a folder on top of the built-in
+profile NAME: the folder's files and settings first, the built-in's for what the folder
+lacks (``kimi-k2:PATH`` gives a folder with only ``tiktoken.model`` Kimi's regex).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import hashlib
 import json
 import re
@@ -40,6 +44,10 @@ from .tokenizer import (
 
 PROFILE_FILE = "verifier-profile.json"
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+# The built-in profiles: one folder each, named as the profile.
+BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
+# What --profile says to choose no profile, not even one the served model id would select.
+NO_PROFILE = "none"
 # Built-in defaults by profile name; a folder's verifier-profile.json overrides them.
 BUILTIN: dict[str, dict[str, Any]] = {
     "kimi-k2": {"tokenizer": {"pat_str": KIMI_PAT_STR, "reserved_special_tokens": 256}},
@@ -56,6 +64,7 @@ class Profile:
         template: the chat template.
         tokenizer: the tokenizer.
         settings: the merged verifier-profile.json settings.
+        builtin: the profile ships with the package (``--profile NAME``).
     """
 
     name: str
@@ -63,6 +72,7 @@ class Profile:
     template: ChatTemplate
     tokenizer: Tokenizer
     settings: Mapping[str, Any]
+    builtin: bool = False
 
     @property
     def template_digest(self) -> str:
@@ -111,27 +121,53 @@ class Profile:
             "template_sha256": self.template_digest,
             "tokenizer": self.tokenizer.name,
             "tokenizer_sha256": self.tokenizer.digest,
+            "builtin": self.builtin,
         }
 
 
-def parse_spec(spec: str) -> tuple[str, Path]:
-    """``PATH`` or ``NAME:PATH`` -> (name, folder).
+def builtin_names() -> tuple[str, ...]:
+    """The names of the built-in profiles, sorted."""
+    return tuple(sorted(p.name for p in BUILTIN_DIR.iterdir() if (p / PROFILE_FILE).is_file()))
+
+
+def parse_spec(spec: str) -> tuple[str, Path, Path | None]:
+    """``NAME``, ``PATH`` or ``NAME:PATH`` -> (name, folder, built-in folder beneath it).
+
+    A bare built-in name is the built-in profile (write ``./NAME`` for a folder of that
+    name); a folder is taken as it is; ``NAME:PATH`` puts the folder on top of the
+    built-in profile NAME when there is one.
 
     Raises:
-        ConfigError: the folder does not exist.
+        ConfigError: no such built-in profile or folder.
     """
+    builtins = builtin_names()
+    if spec in builtins:
+        return spec, BUILTIN_DIR / spec, None
     path = Path(spec).expanduser()
     if path.is_dir():
-        return path.resolve().name, path.resolve()
+        return path.resolve().name, path.resolve(), None
     name, sep, rest = spec.partition(":")
     if sep and _NAME.match(name):
         folder = Path(rest).expanduser()
         if folder.is_dir():
-            return name, folder.resolve()
+            base = BUILTIN_DIR / name if name in builtins else None
+            return name, folder.resolve(), base
         raise ConfigError(
             f"--profile: {rest!r} is not a folder (expected NAME:PATH to a model folder)"
         )
+    if _NAME.match(spec):
+        close = difflib.get_close_matches(spec, builtins, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ConfigError(
+            f"--profile: {spec!r} is neither a built-in profile{hint} nor a folder; "
+            f"built in: {', '.join(builtins)}; or give PATH or NAME:PATH"
+        )
     raise ConfigError(f"--profile: {spec!r} is not a folder (expected PATH or NAME:PATH)")
+
+
+def _first(roots: Sequence[Path], name: str) -> Path | None:
+    """`name` in the first of `roots` that has it."""
+    return next((root / name for root in roots if (root / name).is_file()), None)
 
 
 def _read_json(path: Path) -> Any:
@@ -159,33 +195,45 @@ def _token_text(value: Any) -> str | None:
     return None
 
 
-def _template_source(
-    root: Path, settings: Mapping[str, Any], config: Mapping[str, Any]
-) -> tuple[str, str]:
-    """The chat template's text and where it came from (for messages)."""
-    named = settings.get("template")
-    candidates = [root / named] if named else [root / "chat_template.jinja"]
-    for candidate in candidates:
+def _template_source(roots: Sequence[Path], settings: Mapping[str, Any]) -> tuple[str, str]:
+    """The chat template's text and where it came from, from the first root that has one."""
+    for root in roots:
+        candidate = root / (settings.get("template") or "chat_template.jinja")
         if candidate.is_file():
             return candidate.read_text(encoding="utf-8"), str(candidate)
-    template = config.get("chat_template")
-    if isinstance(template, list):
-        template = next((t.get("template") for t in template if t.get("name") == "default"), None)
-    if isinstance(template, str):
-        return template, f"{root / 'tokenizer_config.json'} (chat_template)"
+        config = root / "tokenizer_config.json"
+        template = _read_json(config).get("chat_template") if config.is_file() else None
+        if isinstance(template, list):
+            template = next(
+                (t.get("template") for t in template if t.get("name") == "default"), None
+            )
+        if isinstance(template, str):
+            return template, f"{config} (chat_template)"
     raise ConfigError(
-        f"--profile: {root} has no chat template (chat_template.jinja or tokenizer_config.json)"
+        f"--profile: {roots[0]} has no chat template (chat_template.jinja or tokenizer_config.json)"
     )
 
 
-def _tokenizer(root: Path, settings: Mapping[str, Any], config: Mapping[str, Any]) -> Tokenizer:
+def _tokenizer_file(roots: Sequence[Path], named: str | None) -> Path | None:
+    """The tokenizer file of the first root that has one (the named file, else a usual name)."""
+    for root in roots:
+        for candidate in (named, "tokenizer.json", "tiktoken.model"):
+            if candidate and (root / candidate).is_file():
+                return root / candidate
+    return None
+
+
+def _tokenizer(
+    roots: Sequence[Path], settings: Mapping[str, Any], config: Mapping[str, Any]
+) -> Tokenizer:
     spec = settings.get("tokenizer", {})
-    file = spec.get("file")
-    if (file and file.endswith(".json")) or (not file and (root / "tokenizer.json").is_file()):
-        return HFTokenizer(root / (file or "tokenizer.json"))
-    path = root / (file or "tiktoken.model")
-    if not path.is_file():
-        raise ConfigError(f"--profile: {root} has no tokenizer (tokenizer.json or tiktoken.model)")
+    path = _tokenizer_file(roots, spec.get("file"))
+    if path is None:
+        raise ConfigError(
+            f"--profile: {roots[0]} has no tokenizer (tokenizer.json or tiktoken.model)"
+        )
+    if path.suffix == ".json":
+        return HFTokenizer(path)
     pat_str = spec.get("pat_str")
     if not pat_str:
         raise ConfigError(
@@ -207,6 +255,39 @@ def _tokenizer(root: Path, settings: Mapping[str, Any], config: Mapping[str, Any
     return TiktokenTokenizer(path, pat_str, specials, ranks)
 
 
+def _settings(roots: Sequence[Path], name: str) -> dict[str, Any]:
+    """The built-in defaults, then each root's tokenizer_spec.json and settings, deepest first."""
+    settings: dict[str, Any] = dict(BUILTIN.get(name, {}))
+    for root in reversed(roots):
+        spec_file = root / "tokenizer_spec.json"
+        if spec_file.is_file():
+            data = _read_json(spec_file)
+            settings = _merge(
+                settings,
+                {
+                    "tokenizer": {
+                        "file": data.get("vocab_file"),
+                        "pat_str": data.get("pat_str"),
+                        "reserved_special_tokens": data.get("num_reserved_special_tokens", 0),
+                    }
+                },
+            )
+        if (root / PROFILE_FILE).is_file():
+            data = _read_json(root / PROFILE_FILE)
+            error = jsonschema_exceptions.best_match(
+                resources.validator("profile").iter_errors(data)
+            )
+            if error is not None:
+                raise ConfigError(
+                    f"--profile: {root / PROFILE_FILE}: {error.json_path}: {error.message}"
+                )
+            # Which models select a profile is the built-in's own fact, not inherited.
+            if root != roots[0]:
+                data = {k: v for k, v in data.items() if k not in ("served_models", "description")}
+            settings = _merge(settings, data)
+    return settings
+
+
 def load_profile(spec: str) -> Profile:
     """Load the profile named by ``--profile``.
 
@@ -214,43 +295,21 @@ def load_profile(spec: str) -> Profile:
         ConfigError: the folder, its files or its settings do not load, or the template
             does not render a one-message conversation.
     """
-    name, root = parse_spec(spec)
-    settings: dict[str, Any] = dict(BUILTIN.get(name, {}))
-    spec_file = root / "tokenizer_spec.json"
-    if spec_file.is_file():
-        data = _read_json(spec_file)
-        settings = _merge(
-            settings,
-            {
-                "tokenizer": {
-                    "file": data.get("vocab_file"),
-                    "pat_str": data.get("pat_str"),
-                    "reserved_special_tokens": data.get("num_reserved_special_tokens", 0),
-                }
-            },
-        )
-    if (root / PROFILE_FILE).is_file():
-        data = _read_json(root / PROFILE_FILE)
-        error = jsonschema_exceptions.best_match(resources.validator("profile").iter_errors(data))
-        if error is not None:
-            raise ConfigError(
-                f"--profile: {root / PROFILE_FILE}: {error.json_path}: {error.message}"
-            )
-        settings = _merge(settings, data)
-    config = (
-        _read_json(root / "tokenizer_config.json")
-        if (root / "tokenizer_config.json").is_file()
-        else {}
-    )
+    name, root, base = parse_spec(spec)
+    roots = (root,) if base is None or base == root else (root, base)
+    settings = _settings(roots, name)
+    config_file = _first(roots, "tokenizer_config.json")
+    config = _read_json(config_file) if config_file is not None else {}
     variables = {
         key: text
         for key in ("bos_token", "eos_token", "unk_token", "pad_token")
         if (text := _token_text(config.get(key))) is not None
     }
+    origin = str(root)
     try:
-        source, origin = _template_source(root, settings, config)
+        source, origin = _template_source(roots, settings)
         template = ChatTemplate(source, variables)
-        tokenizer = _tokenizer(root, settings, config)
+        tokenizer = _tokenizer(roots, settings, config)
     except TemplateError as exc:
         raise ConfigError(f"--profile: {origin}: {exc}") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -264,9 +323,31 @@ def load_profile(spec: str) -> Profile:
             f"--profile: the tokenizer in {root} does not load: "
             f"{type(exc).__name__}: {' '.join(str(exc).split())}"
         ) from None
-    profile = Profile(name, root, template, tokenizer, settings)
+    profile = Profile(name, root, template, tokenizer, settings, builtin=root.parent == BUILTIN_DIR)
     try:
         profile.prompt_ids([{"role": "user", "content": "Hello"}])
     except TemplateError as exc:
         raise ConfigError(f"--profile: {origin}: {exc}") from None
     return profile
+
+
+def _model_key(model: str) -> str:
+    """How served model ids compare: case-insensitively, by their last ``/`` part."""
+    return model.rstrip("/").rpartition("/")[2].casefold()
+
+
+def profile_for_model(model: str | None) -> str | None:
+    """The built-in profile whose ``served_models`` name `model`, or None.
+
+    Ids compare case-insensitively, whole or by their last ``/``-separated part, so that
+    ``accounts/vendor/models/kimi-k2-instruct`` selects the profile that lists
+    ``moonshotai/Kimi-K2-Instruct``.
+    """
+    if not model:
+        return None
+    wanted = _model_key(model)
+    for name in builtin_names():
+        served = _read_json(BUILTIN_DIR / name / PROFILE_FILE).get("served_models", [])
+        if any(_model_key(m) == wanted for m in served):
+            return name
+    return None

@@ -86,7 +86,7 @@ def completion_body(
         "id": f"chatcmpl-sim-{number}",
         "object": "chat.completion",
         "created": int(time.time()),
-        "model": MODEL_ID,
+        "model": request.get("model", MODEL_ID),
         "system_fingerprint": FINGERPRINT,
         "choices": [
             {
@@ -109,7 +109,7 @@ def stream_events(
         "id": f"chatcmpl-sim-{number}",
         "object": "chat.completion.chunk",
         "created": int(time.time()),
-        "model": MODEL_ID,
+        "model": request.get("model", MODEL_ID),
         "system_fingerprint": FINGERPRINT,
     }
     count = choice_count(request, defects)

@@ -62,6 +62,7 @@ class SimulatorServer(ThreadingHTTPServer):
             (/tokenize with messages, return_token_ids), ``llamacpp`` (/apply-template,
             /tokenize with content, /detokenize, /props) or ``none``.
         vision: the vendor takes images; False makes it text-only (images refused, 400).
+        served_model: the model id it serves (``/v1/models`` lists it, answers name it).
         fault_seed: the seed that decides which chat requests the seeded faults hit.
     """
 
@@ -79,6 +80,7 @@ class SimulatorServer(ThreadingHTTPServer):
         profile: Profile | None = None,
         tokenizer_api: str = "vllm",
         vision: bool = True,
+        served_model: str = MODEL_ID,
         fault_seed: int = 0,
     ) -> None:
         self.path_model: Path = PromptPath(profile, defects) if profile else ToyPath(defects)
@@ -94,6 +96,7 @@ class SimulatorServer(ThreadingHTTPServer):
             sampling={} if "sampling-limits-ignored" in defects else limits,
             vision=vision,
             max_side=int(images.get("max_side", 4096)),
+            model=served_model,
         )
         self.fault_seed = fault_seed
         self.in_flight = InFlight()
@@ -247,7 +250,12 @@ class Handler(BaseHTTPRequestHandler):
                 {
                     "object": "list",
                     "data": [
-                        {"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "simulator"}
+                        {
+                            "id": self.server.policy.model,
+                            "object": "model",
+                            "created": 0,
+                            "owned_by": "simulator",
+                        }
                     ],
                 },
             )
@@ -281,7 +289,10 @@ class Handler(BaseHTTPRequestHandler):
             self._reject(rejection)
             return
         if rejection is not None:
-            request = {"model": MODEL_ID, "messages": [{"role": "user", "content": "?"}]}
+            request = {
+                "model": self.server.policy.model,
+                "messages": [{"role": "user", "content": "?"}],
+            }
         number = self.server.next_request_number()
         with self.server.in_flight.enter() as position:
             self._answer(request, number, position)

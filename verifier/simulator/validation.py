@@ -30,11 +30,13 @@ class Policy:
         sampling: the model's sampling limits (a profile's ``sampling`` setting).
         vision: the vendor takes images; False makes it a text-only endpoint.
         max_side: the largest image side it documents.
+        model: the model id it serves (any other is refused with a 404).
     """
 
     sampling: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     vision: bool = True
     max_side: int = 4096
+    model: str = MODEL_ID
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -197,7 +199,7 @@ def request_problem(request: Any, policy: Policy | None = None) -> Rejection | N
     policy = policy or Policy()
     if not isinstance(request, dict):
         return Rejection(400, "the request body must be a JSON object")
-    if request.get("model") != MODEL_ID:
+    if request.get("model") != policy.model:
         return Rejection(
             404, f"The model {request.get('model')!r} does not exist", "model_not_found", "model"
         )
