@@ -1,9 +1,10 @@
 """``verifier demo``: the whole tool on simulated vendors, for a first look without an endpoint.
 
 It serves three simulated vendors of the same tiny model (one clean, two with
-defects from the catalogue), runs the suite against each as a user would
-(``pytest --endpoint ... --sign-key ...``), signs every scorecard with a
-throwaway key, and writes the comparison page.
+defects from the catalogue), each rendering and counting prompts with the built-in
+Kimi K2 profile, runs the whole suite against each as a user would
+(``pytest --endpoint ... --profile kimi-k2 --sign-key ...``), signs every scorecard
+with a throwaway key, and writes the comparison page.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..reference.profiles import load_profile
 from ..signing import SignatureError, generate_key
 from ..simulator.defects import parse_defects
 from ..simulator.server import SimulatorServer
@@ -29,8 +31,8 @@ VENDORS: dict[str, tuple[str, ...]] = {
     "json-and-tools": ("ignore-keyword:maxItems", "tool-args-violate-schema"),
     "stream-and-vision": ("stream-no-usage", "vision-order-swapped"),
 }
-# The families that need no model profile (chat_template and tokenizer need the model's files).
-FAMILIES = "tool_calling,structured_output,wire,vision"
+# The model profile every vendor serves and the suite grades with (built in).
+PROFILE = "kimi-k2"
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -54,7 +56,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 @contextlib.contextmanager
 def serving(defects: tuple[str, ...]) -> Iterator[SimulatorServer]:
     """A simulated vendor on a free loopback port, for the duration of the block."""
-    server = SimulatorServer(("127.0.0.1", 0), defects=parse_defects(defects))
+    server = SimulatorServer(
+        ("127.0.0.1", 0), defects=parse_defects(defects), profile=load_profile(PROFILE)
+    )
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
     thread.start()
     try:
@@ -75,13 +79,14 @@ def _suite(url: str, out: Path, key: Path, ini: Path) -> list[str]:
     return [
         *(sys.executable, "-m", "pytest", "-c", str(ini), "-p", "no:cacheprovider", "-q"),
         *("--endpoint", url, "--out", str(out), "--sign-key", str(key)),
-        *("--families", FAMILIES, "--repeats", "2"),
+        *("--profile", PROFILE, "--repeats", "2"),
     ]
 
 
 def run(args: argparse.Namespace) -> int:
     """Serve, verify, sign, compare; print where everything is."""
-    out: Path = args.out
+    # The runs start in `out`: a relative --out must not be joined to it twice.
+    out: Path = args.out.resolve()
     try:
         out.mkdir(parents=True, exist_ok=True)
         ini = out / "demo-pytest.ini"
