@@ -2,14 +2,51 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from verifier.checks.chat_template import grade, rendering_findings
-from verifier.checks.tokenizer import count_findings, first_difference, id_findings
+from verifier.checks.renderings import (
+    HYPOTHESES,
+    Conversation,
+    Observed,
+    Prompt,
+    explaining,
+    first_difference,
+    reference,
+)
+from verifier.checks.tokenizer import count_findings, id_findings
 from verifier.reference.profiles import Profile, load_profile
-from verifier.reference.tokenizer import encode_all_special
 
 USER = [{"role": "user", "content": "Hello there"}]
+SYSTEM = [{"role": "system", "content": "Be terse."}, *USER]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Current weather for a city.",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+        },
+    }
+]
+REASONING_LOOP = [
+    {"role": "user", "content": "Weather in Paris?"},
+    {
+        "role": "assistant",
+        "content": "",
+        "reasoning_content": "The user wants the weather; call the tool.",
+        "tool_calls": [
+            {
+                "id": "functions.get_weather:0",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "functions.get_weather:0", "content": "18 C, cloudy"},
+]
 
 
 @pytest.fixture(scope="module")
@@ -17,102 +54,169 @@ def kimi() -> Profile:
     return load_profile("kimi-k2")
 
 
-def count(profile: Profile, messages: list[dict[str, object]], **kwargs: object) -> int:
-    return len(profile.prompt_ids(messages, **kwargs))  # type: ignore[arg-type]
+@pytest.fixture(scope="module")
+def thinking() -> Profile:
+    from tests.conftest import KIMI_THINKING_PROFILE
+
+    return load_profile(KIMI_THINKING_PROFILE)
 
 
-def codes(findings: list[object]) -> list[str]:
-    return [f.code for f in findings]  # type: ignore[attr-defined]
+def codes(findings: list[Any]) -> list[str]:
+    return [f.code for f in findings]
+
+
+def wrong(profile: Profile, code: str, conversation: Conversation, variant: int = 0) -> Prompt:
+    """The prompt a server with the bug `code` builds."""
+    return HYPOTHESES[code](profile, conversation.messages, conversation.tools)[variant]
+
+
+def seen(prompt: Prompt, *, ids: bool = True, text: str | None = None) -> Observed:
+    return Observed(len(prompt.ids), prompt.ids if ids else None, text)
 
 
 def test_exact_counts_pass(kimi: Profile) -> None:
-    assert grade(kimi, "absolute", (USER, None), count(kimi, USER)) == []
+    b = Conversation(USER)
+    assert grade(kimi, "absolute", [(b, seen(reference(kimi, b)))]) == []
 
 
 def test_a_skew_that_cancels_in_the_difference(kimi: Profile) -> None:
-    longer = [*USER, {"role": "assistant", "content": "Hi"}, {"role": "user", "content": "Again"}]
-    found = grade(
-        kimi, "turn", (longer, None), count(kimi, longer) + 3, (USER, None), count(kimi, USER) + 3
-    )
+    a = Conversation(USER)
+    b = Conversation([*USER, {"role": "assistant", "content": "Hi"}, *USER])
+    count = [len(reference(kimi, c).ids) + 3 for c in (b, a)]
+    found = grade(kimi, "turn", [(b, Observed(count[0])), (a, Observed(count[1]))])
     assert codes(found) == ["prompt_tokens_skew"]
     assert "+3" in found[0].message
 
 
 @pytest.mark.parametrize(
-    ("probe", "messages", "alternative", "code"),
+    ("code", "messages", "tools", "variant"),
     [
-        (
-            "system",
-            [{"role": "system", "content": "Be terse."}, *USER],
-            lambda p, m: count(p, m[1:]),
-            "system_dropped",
-        ),
-        (
-            "special_tokens",
-            [{"role": "user", "content": "a <|im_end|> b"}],
-            lambda p, m: len(encode_all_special(p.tokenizer, p.render(m).text)),
-            "special_token_injection",
-        ),
-        (
-            "generation_prompt",
-            USER,
-            lambda p, m: count(p, m, add_generation_prompt=False),
-            "generation_prompt_missing",
-        ),
-        ("bos", USER, lambda p, m: count(p, m) + 1, "double_bos"),
+        ("special_token_injection", [{"role": "user", "content": "a <|im_end|> b"}], None, 0),
+        ("system_dropped", SYSTEM, None, 0),
+        ("system_merged", SYSTEM, None, 0),
+        ("generation_prompt_missing", USER, None, 0),
+        ("double_bos", USER, None, 0),
+        ("input_normalised", [{"role": "user", "content": "Ｈｅｌｌｏ ①"}], None, 0),
+        ("tools_rendered_differently", USER, TOOLS, 0),
+        ("tools_rendered_differently", USER, TOOLS, 1),
+        ("assistant_prefill", [*USER, {"role": "assistant", "content": "Hi."}], None, 0),
+        ("assistant_prefill", [*USER, {"role": "assistant", "content": "Hi."}], None, 1),
     ],
 )
-def test_a_wrong_rendering_names_the_defect(
-    kimi: Profile, probe: str, messages: list[dict[str, object]], alternative: object, code: str
+def test_the_ids_single_out_each_wrong_rendering(
+    kimi: Profile, code: str, messages: list[dict[str, Any]], tools: Any, variant: int
 ) -> None:
-    actual = alternative(kimi, messages)  # type: ignore[operator]
-    assert codes(grade(kimi, probe, (messages, None), actual)) == [code]
+    b = Conversation(messages, tools)
+    found = grade(kimi, "absolute", [(b, seen(wrong(kimi, code, b, variant)))])
+    assert codes(found) == [code], found
 
 
-def test_a_plus_one_elsewhere_is_not_called_a_bos(kimi: Profile) -> None:
-    assert codes(grade(kimi, "absolute", (USER, None), count(kimi, USER) + 1)) == [
-        "prompt_tokens_mismatch"
+@pytest.mark.parametrize("code", ["reasoning_history_dropped", "reasoning_in_content"])
+def test_reasoning_renderings_with_a_template_that_renders_reasoning(
+    thinking: Profile, kimi: Profile, code: str
+) -> None:
+    b = Conversation(REASONING_LOOP, TOOLS)
+    assert codes(grade(thinking, "reasoning_history", [(b, seen(wrong(thinking, code, b)))])) == [
+        code
     ]
+    # Kimi K2 Instruct's template never renders reasoning: dropping it changes nothing there.
+    dropped = wrong(kimi, "reasoning_history_dropped", b)
+    assert dropped.ids == reference(kimi, b).ids
 
 
-def test_a_final_assistant_message_continued(kimi: Profile) -> None:
-    messages = [*USER, {"role": "assistant", "content": "Hi."}]
-    assert codes(grade(kimi, "prefill", (messages, None), count(kimi, messages) - 4)) == [
-        "assistant_prefill"
-    ]
+def test_one_count_alone_names_no_cause(kimi: Profile) -> None:
+    """Without ids or a baseline, a constant offset explains any count as well as a cause."""
+    b = Conversation(SYSTEM)
+    prompt = wrong(kimi, "system_dropped", b)
+    found = grade(kimi, "system", [(b, Observed(len(prompt.ids)))])
+    assert codes(found) == ["prompt_tokens_mismatch"]
+    assert "consistent with: system dropped" in found[0].message
+    assert "constant offset" in found[0].message
 
 
-def test_rendering_difference_is_located() -> None:
+def test_a_plus_one_with_a_baseline_is_a_skew_not_a_bos(kimi: Profile) -> None:
+    """Counts alone cannot tell a doubled BOS from an accounting skew of +1."""
+    a, b = Conversation(USER), Conversation(SYSTEM)
+    case = [(c, Observed(len(reference(kimi, c).ids) + 1)) for c in (b, a)]
+    found = grade(kimi, "system", case)
+    assert codes(found) == ["prompt_tokens_skew"] and "double bos" in found[0].message
+
+
+def test_the_baseline_rules_out_a_coincidence(kimi: Profile) -> None:
+    """B's count fits a dropped system prompt, A's contradicts it: no cause is named."""
+    a, b = Conversation(SYSTEM), Conversation([*SYSTEM, {"role": "assistant", "content": "x"}])
+    dropped = len(wrong(kimi, "system_dropped", b).ids)
+    case = [(b, Observed(dropped)), (a, Observed(len(reference(kimi, a).ids)))]
+    assert explaining(kimi, case) == []
+    assert codes(grade(kimi, "turn", case)) == ["prompt_tokens_mismatch"]
+
+
+def test_both_counts_of_a_baseline_probe_single_out_the_cause(kimi: Profile) -> None:
+    a = Conversation([{"role": "system", "content": "Short."}, *USER])
+    b = Conversation([{"role": "system", "content": "A much longer system line here."}, *USER])
+    case = [(c, Observed(len(wrong(kimi, "system_dropped", c).ids))) for c in (b, a)]
+    assert codes(grade(kimi, "system", case)) == ["system_dropped"]
+
+
+def test_tools_that_cost_otherwise_against_an_exact_baseline(kimi: Profile) -> None:
+    a, b = Conversation(USER), Conversation(USER, TOOLS)
+    case = [(b, Observed(len(reference(kimi, b).ids) + 5)), (a, seen(reference(kimi, a)))]
+    assert codes(grade(kimi, "tools", case)) == ["tools_rendered_differently"]
+
+
+def test_unexplained_ids_point_at_the_first_difference(kimi: Profile) -> None:
+    b = Conversation(USER)
+    ids = list(reference(kimi, b).ids)
+    ids[5] = 7
+    found = grade(kimi, "absolute", [(b, Observed(len(ids) + 1, (*ids, 9)))])
+    assert codes(found) == ["prompt_tokens_mismatch"] and found[0].json_path == "$.tokens[5]"
+
+
+def test_a_rendered_text_that_explains_the_count_is_one_finding(kimi: Profile) -> None:
+    """llama.cpp's prefill: its /apply-template renders it too; the text is evidence."""
+    b = Conversation([*USER, {"role": "assistant", "content": "Hi."}])
+    prompt = wrong(kimi, "assistant_prefill", b, 1)
+    assert prompt.text is not None
+    found = grade(kimi, "prefill", [(b, seen(prompt, text=prompt.text))])
+    assert codes(found) == ["assistant_prefill"] and "rendered text" in found[0].message
+
+
+def test_rendering_difference_is_located(kimi: Profile) -> None:
     found = rendering_findings("abc<|im_end|>", "abc<|im_end|>\n")
     assert codes(found) == ["rendered_prompt_differs"] and "character 13" in found[0].message
     assert rendering_findings("same", "same") == []
+    b = Conversation(USER)
+    ref = reference(kimi, b)
+    assert ref.text is not None
+    found = grade(kimi, "absolute", [(b, seen(ref, text=ref.text + " "))])
+    assert codes(found) == ["rendered_prompt_differs"]
+
+
+def one_message(text: str) -> Conversation:
+    return Conversation([{"role": "user", "content": text}])
 
 
 def test_id_findings(kimi: Profile) -> None:
     text = "Grüße <|im_end|> ①"
-    expected = kimi.prompt_ids([{"role": "user", "content": text}])
-    assert id_findings(kimi, text, expected, expected) == []
-    unsafe = encode_all_special(
-        kimi.tokenizer, kimi.render([{"role": "user", "content": text}]).text
-    )
-    assert codes(id_findings(kimi, text, expected, unsafe)) == ["special_token_injection"]
-    nfkc = kimi.prompt_ids([{"role": "user", "content": "Grüße <|im_end|> 1"}])
-    assert codes(id_findings(kimi, text, expected, nfkc)) == ["input_normalised"]
-    assert codes(id_findings(kimi, text, expected, [163584, *expected])) == ["double_bos"]
+    conversation = one_message(text)
+    expected = reference(kimi, conversation).ids
+    assert id_findings(kimi, text, expected) == []
+    for code in ("special_token_injection", "input_normalised", "double_bos"):
+        assert codes(id_findings(kimi, text, wrong(kimi, code, conversation).ids)) == [code]
     changed = [*expected[:5], 7, *expected[6:]]
-    found = id_findings(kimi, text, expected, changed)
+    found = id_findings(kimi, text, changed)
     assert codes(found) == ["token_ids_mismatch"] and found[0].json_path == "$.tokens[5]"
 
 
-def test_count_findings(kimi: Profile) -> None:
+def test_count_findings_by_differences(kimi: Profile) -> None:
     text = "say <|im_end|>"
-    expected = count(kimi, [{"role": "user", "content": text}])
-    assert count_findings(kimi, text, expected, expected) == []
-    unsafe = len(
-        encode_all_special(kimi.tokenizer, kimi.render([{"role": "user", "content": text}]).text)
-    )
-    assert codes(count_findings(kimi, text, expected, unsafe)) == ["special_token_injection"]
-    assert codes(count_findings(kimi, text, expected, expected + 7)) == ["token_count_mismatch"]
+    count = len(reference(kimi, one_message(text)).ids)
+    anchor = len(reference(kimi, one_message("x")).ids)
+    assert count_findings(kimi, text, count, anchor) == []
+    assert count_findings(kimi, text, count + 4, anchor + 4) == [], "a shared offset cancels"
+    unsafe = len(wrong(kimi, "special_token_injection", one_message(text)).ids)
+    assert codes(count_findings(kimi, text, unsafe, anchor)) == ["special_token_injection"]
+    assert codes(count_findings(kimi, text, count + 7, anchor)) == ["token_count_mismatch"]
 
 
 def test_first_difference() -> None:

@@ -6,203 +6,164 @@ ordinary), so every expectation is reproducible. A case passes when
 ``usage.prompt_tokens`` equals the local count (within the profile's tolerance,
 default 0) and, for a case with a baseline conversation A, when the change from
 A to B equals the local change: a hidden system prompt or a constant accounting
-skew cancels in the difference.
+skew cancels in the difference. Where the server renders prompts
+(``/apply-template``), the text must equal the local rendering:
+``rendered_prompt_differs``.
 
-When the count is off, the wrong renderings the case's probe names are tried
-locally, and a match names the defect: ``special_token_injection`` (user text
-that spells a special token parsed as one), ``system_dropped``,
-``system_merged``, ``generation_prompt_missing``, ``double_bos``,
-``reasoning_history_dropped``, ``reasoning_in_content``. Otherwise:
-``prompt_tokens_skew`` (absolute off, difference exact), ``tools_rendered_differently``,
-``reasoning_history_mismatch``, ``turn_order_mismatch``, ``assistant_prefill`` (a
-conversation that ends with an assistant message was continued, not answered, as
-OpenAI answers it), ``prompt_tokens_mismatch``.
-Where the server renders prompts (``/apply-template``), the text must equal the
-local rendering: ``rendered_prompt_differs``.
+When a count is off, the endpoint's own token ids (where it offers them) and its
+rendered text are gathered too, and a cause is named only when the evidence
+singles it out (see :mod:`.renderings`): ``special_token_injection``,
+``system_dropped``, ``system_merged``, ``generation_prompt_missing``,
+``double_bos``, ``reasoning_history_dropped``, ``reasoning_in_content``,
+``input_normalised``, ``tools_rendered_differently``, ``assistant_prefill``.
+Otherwise the code says what was observed: ``prompt_tokens_skew`` (every count off
+by the same amount while the difference, or the ids, agree),
+``tools_rendered_differently`` (the baseline agrees and adding the tools does
+not), ``rendered_prompt_differs`` (the server's text differs), else
+``prompt_tokens_mismatch``; the hypotheses consistent with the observations are
+listed with it.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..endpoint.tokenize import apply_template
+from ..endpoint.tokenize import apply_template, prompt_token_ids, tokenize_text
 from ..outcome import Finding, Outcome, Status
 from ..reference.template import TemplateError
-from ..reference.tokenizer import encode_all_special
 from .common import agreement, excerpt
-from .registry import family
+from .registry import QUICK, family
+from .renderings import (
+    Conversation,
+    Observed,
+    agrees,
+    confirmed,
+    constant_offset,
+    described,
+    explaining,
+    first_difference,
+    reference,
+    text_difference,
+)
 
 if TYPE_CHECKING:
     from ..cases import Case
     from ..reference.profiles import Profile
     from ..runner import RunContext
 
-Messages = Sequence[Mapping[str, Any]]
-Tools = Sequence[Mapping[str, Any]] | None
-Hypothesis = Callable[["Profile", Messages, Tools, int], int]
+Observations = Sequence[tuple[Conversation, Observed]]
+_COUNT = "$.usage.prompt_tokens"
 
 
-def _without_system(messages: Messages) -> list[Mapping[str, Any]]:
-    return [m for m in messages if m.get("role") != "system"]
-
-
-def _merged_system(messages: Messages) -> list[Mapping[str, Any]]:
-    if not any(m.get("role") == "system" for m in messages):
-        return list(messages)
-    system = "\n".join(str(m.get("content") or "") for m in messages if m.get("role") == "system")
-    rest = [dict(m) for m in _without_system(messages)]
-    for message in rest:
-        if message.get("role") == "user" and isinstance(message.get("content"), str):
-            message["content"] = f"{system}\n\n{message['content']}"
-            break
-    return rest
-
-
-def _without_reasoning(messages: Messages) -> list[Mapping[str, Any]]:
-    return [{k: v for k, v in m.items() if k != "reasoning_content"} for m in messages]
-
-
-def _reasoning_in_content(messages: Messages) -> list[Mapping[str, Any]]:
-    changed = []
-    for message in messages:
-        if message.get("role") == "assistant" and message.get("reasoning_content"):
-            body = f"<think>{message['reasoning_content']}</think>{message.get('content') or ''}"
-            message = {**_without_reasoning([message])[0], "content": body}
-        changed.append(message)
-    return changed
-
-
-# Wrong renderings tried, most specific first, when a count is off; the first whose count
-# matches names the defect. A hypothesis that changes nothing for a conversation cannot match.
-HYPOTHESES: list[tuple[str, Hypothesis]] = [
-    (
-        "special_token_injection",
-        lambda p, m, t, n: len(encode_all_special(p.tokenizer, p.render(m, t).text)),
-    ),
-    ("system_dropped", lambda p, m, t, n: len(p.prompt_ids(_without_system(m), t))),
-    ("system_merged", lambda p, m, t, n: len(p.prompt_ids(_merged_system(m), t))),
-    (
-        "generation_prompt_missing",
-        lambda p, m, t, n: len(p.prompt_ids(m, t, add_generation_prompt=False)),
-    ),
-    ("reasoning_history_dropped", lambda p, m, t, n: len(p.prompt_ids(_without_reasoning(m), t))),
-    ("reasoning_in_content", lambda p, m, t, n: len(p.prompt_ids(_reasoning_in_content(m), t))),
-    # One token more than the reference, as a doubled (or extra) BOS gives: so generic that it
-    # is tried on bos probes only (elsewhere a +1 is reported as it is).
-    ("double_bos", lambda p, m, t, n: n + 1),
-]
-# The hypotheses a probe is about, by code prefix.
-PROBE_HYPOTHESES = {
-    "special_tokens": "special_token",
-    "system": "system",
-    "generation_prompt": "generation_prompt",
-    "reasoning_history": "reasoning",
-    "bos": "double_bos",
-}
-# When only the difference from the baseline is off, the probe says what differs.
-FALLBACK = {
-    "prefill": "assistant_prefill",
-    "tools": "tools_rendered_differently",
-    "reasoning_history": "reasoning_history_mismatch",
-    "turn_order": "turn_order_mismatch",
-}
-
-
-def grade(
-    profile: Profile,
-    probe: str,
-    b: tuple[Messages, Tools],
-    actual_b: int,
-    a: tuple[Messages, Tools] | None = None,
-    actual_a: int | None = None,
-) -> list[Finding]:
-    """Findings for prompt_tokens of conversation B (and A, its baseline) (pure)."""
-    expected_b = len(profile.prompt_ids(*b))
+def grade(profile: Profile, probe: str, case: Observations) -> list[Finding]:
+    """Findings for a probe's observations: B first, then A, its baseline, if any (pure)."""
+    (b, seen_b), *baseline = case
+    ref_b = reference(profile, b)
     tolerance = profile.prompt_tokens_tolerance
-    absolute_ok = abs(actual_b - expected_b) <= tolerance
-    difference_ok = True
-    expected_delta = actual_delta = None
-    if a is not None and actual_a is not None:
-        expected_delta = expected_b - len(profile.prompt_ids(*a))
-        actual_delta = actual_b - actual_a
-        difference_ok = abs(actual_delta - expected_delta) <= tolerance
-    if absolute_ok and difference_ok:
+    offset = seen_b.count - len(ref_b.ids)
+    delta_ok = True
+    if baseline:
+        a, seen_a = baseline[0]
+        expected_delta = len(ref_b.ids) - len(reference(profile, a).ids)
+        delta_ok = abs(seen_b.count - seen_a.count - expected_delta) <= tolerance
+    if abs(offset) <= tolerance and delta_ok:
+        if seen_b.text is not None and ref_b.text is not None and seen_b.text != ref_b.text:
+            return rendering_findings(ref_b.text, seen_b.text)
         return []
-    offset = actual_b - expected_b
-    # The probe's own hypotheses first: a count off by a few tokens can match several.
-    ordered = sorted(
-        HYPOTHESES, key=lambda h: not h[0].startswith(PROBE_HYPOTHESES.get(probe, "-"))
-    )
-    for code, hypothesis in ordered:
-        if code == "double_bos" and probe != "bos":
-            continue
-        alternative = hypothesis(profile, b[0], b[1], expected_b)
-        if alternative != expected_b and alternative == actual_b:
-            return [
-                Finding(
-                    code,
-                    f"prompt_tokens {actual_b} is what the reference gives if "
-                    f"{code.replace('_', ' ')} ({offset:+d} tokens)",
-                    "$.usage.prompt_tokens",
-                    expected=expected_b,
-                    actual=actual_b,
-                )
-            ]
-    if not absolute_ok and difference_ok and a is not None:
-        common = "tool declarations rendered differently, " if b[1] and a[1] else ""
+    causes = explaining(profile, case)
+    skew = constant_offset(profile, case)
+    if len(causes) == 1 and skew is None:
+        return [_named(causes[0], case, offset, len(ref_b.ids))]
+    consistent = causes + ([f"a constant offset of {skew:+d}"] if skew is not None else [])
+    if skew is not None and confirmed(case):
+        if len(case) > 1:
+            shown = f"the change from the baseline is exact ({seen_b.count - case[1][1].count})"
+        else:
+            shown = f"the endpoint's {'token ids' if seen_b.ids else 'text'} are the reference's"
         return [
             Finding(
                 "prompt_tokens_skew",
-                f"prompt_tokens is off by {offset:+d}, but the change from the baseline is exact "
-                f"({actual_delta}): {common}a hidden system prompt or an accounting skew",
-                "$.usage.prompt_tokens",
-                expected=expected_b,
-                actual=actual_b,
+                f"prompt_tokens is off by {skew:+d}, but {shown}: an accounting skew or "
+                f"a hidden system prompt" + (f" (or {described(causes)})" if causes else ""),
+                _COUNT,
+                expected=len(ref_b.ids),
+                actual=seen_b.count,
             )
         ]
-    if not difference_ok:
+    if probe == "tools" and baseline and agrees(reference(profile, baseline[0][0]), baseline[0][1]):
         return [
             Finding(
-                FALLBACK.get(probe, "prompt_tokens_mismatch"),
-                f"the change in prompt_tokens from the baseline is {actual_delta}, "
-                f"the reference's is {expected_delta} (absolute {actual_b} vs {expected_b})",
-                "$.usage.prompt_tokens",
-                expected=expected_delta,
-                actual=actual_delta,
+                "tools_rendered_differently",
+                f"the baseline without the tools agrees; with them prompt_tokens is "
+                f"{seen_b.count}, the reference counts {len(ref_b.ids)} ({offset:+d})",
+                _COUNT,
+                expected=len(ref_b.ids),
+                actual=seen_b.count,
             )
         ]
-    if probe == "prefill":
-        return [
-            Finding(
-                "assistant_prefill",
-                f"prompt_tokens {actual_b}, the reference counts {expected_b} ({offset:+d}): a "
-                "final assistant message was continued (a prefill), not answered with a new one",
-                "$.usage.prompt_tokens",
-                expected=expected_b,
-                actual=actual_b,
-            )
-        ]
-    return [
-        Finding(
-            "prompt_tokens_mismatch",
-            f"prompt_tokens {actual_b}, the reference counts {expected_b} ({offset:+d})",
-            "$.usage.prompt_tokens",
-            expected=expected_b,
-            actual=actual_b,
+    return [_unexplained(ref_b, seen_b, consistent)]
+
+
+def _named(code: str, case: Observations, offset: int, expected: int) -> Finding:
+    """The finding for the one cause that explains every observation."""
+    seen = case[0][1]
+    how = ["the counts of both conversations"] if len(case) > 1 else ["the count"]
+    if seen.ids is not None:
+        how.append("the endpoint's token ids")
+    if seen.text is not None:
+        how.append("its rendered text")
+    return Finding(
+        code,
+        f"prompt_tokens {seen.count} ({offset:+d}) is what the reference gives if "
+        f"{described([code])}: {' and '.join(how)} agree with that, and with nothing else",
+        _COUNT,
+        expected=expected,
+        actual=seen.count,
+    )
+
+
+def _unexplained(ref: Any, seen: Observed, consistent: list[str]) -> Finding:
+    """A count that is off with no single cause: what was observed, and what it fits."""
+    also = f"; consistent with: {described(consistent)}" if consistent else ""
+    offset = seen.count - len(ref.ids)
+    if seen.text is not None and ref.text is not None and seen.text != ref.text:
+        at = text_difference(ref.text, seen.text)
+        window = slice(max(0, at - 30), at + 30)
+        return Finding(
+            "rendered_prompt_differs",
+            f"prompt_tokens {seen.count} ({offset:+d}); the server's prompt text differs from "
+            f"the reference's at character {at}: {seen.text[window]!r} vs "
+            f"{ref.text[window]!r}{also}",
+            expected=excerpt(ref.text, 300),
+            actual=excerpt(seen.text, 300),
         )
-    ]
+    if seen.ids is not None and tuple(seen.ids) != ref.ids:
+        at = first_difference(ref.ids, seen.ids)
+        window = slice(max(0, at - 3), at + 4)
+        return Finding(
+            "prompt_tokens_mismatch",
+            f"prompt_tokens {seen.count} ({offset:+d}); the endpoint's ids differ from the "
+            f"reference's from position {at}{also}",
+            f"$.tokens[{at}]",
+            expected=list(ref.ids[window]),
+            actual=list(seen.ids[window]),
+        )
+    return Finding(
+        "prompt_tokens_mismatch",
+        f"prompt_tokens {seen.count}, the reference counts {len(ref.ids)} ({offset:+d}){also}",
+        _COUNT,
+        expected=len(ref.ids),
+        actual=seen.count,
+    )
 
 
 def rendering_findings(local: str, served: str) -> list[Finding]:
     """The server's rendering of the prompt against the local one (pure)."""
     if local == served:
         return []
-    at = next(
-        (i for i, (x, y) in enumerate(zip(local, served, strict=False)) if x != y),
-        min(len(local), len(served)),
-    )
+    at = text_difference(local, served)
     window = slice(max(0, at - 30), at + 30)
     return [
         Finding(
@@ -215,23 +176,63 @@ def rendering_findings(local: str, served: str) -> list[Finding]:
     ]
 
 
-def _prompt_tokens(
-    ctx: RunContext, case: Case, messages: Messages, tools: Tools, name: str
-) -> int | None:
-    body = ctx.request(case, messages=list(messages), max_tokens=1)
-    if tools:
-        body["tools"] = list(tools)
+def _prompt_tokens(ctx: RunContext, case: Case, conversation: Conversation, name: str) -> int:
+    body = ctx.request(case, messages=list(conversation.messages), max_tokens=1)
+    if conversation.tools:
+        body["tools"] = list(conversation.tools)
     result = ctx.send(case, body, stream=False, name=name)
     if not result.ok:
         raise _Rejected(result.status, result.error_object)
     value = (result.usage or {}).get("prompt_tokens")
-    return value if isinstance(value, int) else None
+    if not isinstance(value, int):
+        raise _NoUsage
+    return value
+
+
+def _observe(
+    ctx: RunContext, case: Case, conversation: Conversation, count: int, name: str, *, full: bool
+) -> Observed:
+    """What the endpoint says of a conversation: its count, and with `full`, ids and text too."""
+    endpoints = ctx.endpoints
+    label = f"{case.key}#{name}"
+    text = None
+    if endpoints.apply_template:
+        text = apply_template(
+            ctx.client, conversation.messages, tools=conversation.tools, label=f"{label}/template"
+        )
+    if not full or endpoints.method == "prompt_tokens":
+        return Observed(count, None, text)
+    if endpoints.method == "apply_template_tokenize":
+        ids = (
+            None
+            if text is None
+            else tokenize_text(ctx.client, text, parse_special=True, label=f"{label}/tokenize")
+        )
+    else:
+        ids, _ = prompt_token_ids(
+            ctx.client,
+            ctx.model,
+            endpoints,
+            conversation.messages,
+            tools=conversation.tools,
+            label=f"{label}/ids",
+        )
+    # /apply-template + /tokenize imitates generation, which it cannot always do (the route
+    # parses every special token's text as one): its ids are evidence only when their count
+    # is generation's.
+    if ids is not None and endpoints.method == "apply_template_tokenize" and len(ids) != count:
+        ids = None
+    return Observed(count, None if ids is None else tuple(ids), text)
 
 
 class _Rejected(Exception):
     def __init__(self, status: int, error: Mapping[str, Any] | None) -> None:
         self.status = status
         self.error = error or {}
+
+
+class _NoUsage(Exception):
+    """The answer has no usage.prompt_tokens."""
 
 
 def _unsupported(message: str, **metrics: Any) -> Outcome:
@@ -269,7 +270,7 @@ def summarize(
 
 def cost(case: Case) -> float:
     """One request, two when the case compares with a baseline conversation."""
-    return 2.0 if "baseline" in case.data else 1.0
+    return (2.0 if "baseline" in case.data else 1.0) + QUICK
 
 
 @family("chat_template", summarize=summarize, cost=cost)
@@ -279,16 +280,16 @@ def run(case: Case, ctx: RunContext) -> Outcome:
     if profile is None:
         return _unsupported("needs a reference profile (--profile)")
     data = case.data
-    b = (data["messages"], data.get("tools"))
-    a = (
-        (data["baseline"]["messages"], data["baseline"].get("tools"))
-        if "baseline" in data
-        else None
-    )
+    conversations = [Conversation(data["messages"], data.get("tools"))]
+    if "baseline" in data:
+        conversations.append(
+            Conversation(data["baseline"]["messages"], data["baseline"].get("tools"))
+        )
     try:
-        expected_b = len(profile.prompt_ids(*b))
-        actual_b = _prompt_tokens(ctx, case, *b, name="b")
-        actual_a = _prompt_tokens(ctx, case, *a, name="a") if a else None
+        expected = [len(reference(profile, c).ids) for c in conversations]
+        counts = [
+            _prompt_tokens(ctx, case, c, name) for c, name in zip(conversations, "ba", strict=False)
+        ]
     except TemplateError as exc:
         return _unsupported(f"the profile's template cannot render this conversation: {exc}")
     except _Rejected as rejected:
@@ -296,19 +297,23 @@ def run(case: Case, ctx: RunContext) -> Outcome:
             f"the conversation was rejected with HTTP {rejected.status}: "
             f"{rejected.error.get('message', '')!s:.200}"
         )
-    if actual_b is None or (a is not None and actual_a is None):
+    except _NoUsage:
         return _unsupported("the answer has no usage.prompt_tokens")
-    findings = grade(profile, data["probe"], b, actual_b, a, actual_a)
-    if ctx.endpoints.apply_template:
-        served = apply_template(ctx.client, b[0], tools=b[1], label=f"{case.key}#apply-template")
-        if served is not None:
-            findings += rendering_findings(profile.render(*b).text, served)
+    deltas = {counts[0] - c for c in counts[1:]} != {expected[0] - e for e in expected[1:]}
+    off = counts[0] != expected[0] or deltas
+    observed = [
+        (c, _observe(ctx, case, c, n, name, full=off))
+        for c, n, name in zip(conversations, counts, "ba", strict=False)
+        if name == "b" or off
+    ]
+    findings = grade(profile, data["probe"], observed)
     metrics = {
-        "requests": 2 if a else 1,
+        "requests": len(ctx.observed),
         "probe": data["probe"],
-        "expected": expected_b,
-        "actual": actual_b,
-        "offset": actual_b - expected_b,
+        "expected": expected[0],
+        "actual": counts[0],
+        "offset": counts[0] - expected[0],
     }
-    evidence = {"reference_prompt": excerpt(profile.render(*b).text, 400)}
+    first = conversations[0]
+    evidence = {"reference_prompt": excerpt(profile.render(first.messages, first.tools).text, 400)}
     return Outcome.from_findings(findings, metrics=metrics, evidence=evidence)

@@ -1,136 +1,114 @@
 """Tokenizer parity: the endpoint's token ids against the reference tokenizer, token for token.
 
 Each ``ids`` case is a one-message conversation whose prompt ids the server is
-asked for by the best rung of the ladder it offers (see endpoint/tokenize.py);
-closed endpoints are compared by differences of ``usage.prompt_tokens``. Codes:
+asked for by the best rung of the ladder it offers (see endpoint/tokenize.py),
+cross-checked with ``usage.prompt_tokens``; closed endpoints are compared by
+differences of ``usage.prompt_tokens`` against a fixed conversation, which cancel
+a hidden system prompt or an accounting skew (those are chat_template's to
+report). A cause is named only when the evidence singles it out (see
+:mod:`.renderings`): ``special_token_injection``, ``input_normalised``,
+``double_bos``, ...; otherwise:
 
 - ``token_ids_mismatch`` (the first differing position, with the text around it),
-  ``special_token_injection`` (user text that spells a special token became one),
-  ``input_normalised`` (the ids are those of the NFKC-normalised text),
-  ``token_count_mismatch`` (closed endpoints: the count differs);
-- ``tokenize_endpoint_disagrees``: the tokenize endpoint's count is not the
-  generation path's ``usage.prompt_tokens`` for the same conversation;
-- ``detokenize_mismatch``: ids turned back into text give other text;
-- ``max_tokens_not_honoured``: a ``length`` stop with completion_tokens != max_tokens.
+  ``token_count_mismatch`` (by differences of counts: generation tokenizes the text
+  differently);
+- ``tokenize_endpoint_disagrees``: ``/tokenize`` with messages, which claims the
+  generation path's ids, gives other ids than the reference while generation's
+  ``usage.prompt_tokens`` agrees with it;
+- ``detokenize_mismatch``: ids turned back into text give other text.
 """
 
 from __future__ import annotations
 
-import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..endpoint.tokenize import detokenize, prompt_token_ids
 from ..outcome import Finding, Outcome, Status
-from ..reference.tokenizer import encode_all_special
 from .common import excerpt
 from .registry import QUICK, family
+from .renderings import (
+    Conversation,
+    Observed,
+    described,
+    explaining,
+    first_difference,
+    reference,
+)
 
 if TYPE_CHECKING:
     from ..cases import Case
     from ..reference.profiles import Profile
     from ..runner import RunContext
 
-# The fixed conversation closed endpoints are compared against.
+# The fixed conversation counts are compared against.
 ANCHOR = "x"
 
 
-def first_difference(expected: Sequence[int], actual: Sequence[int]) -> int:
-    """The first position where two id sequences differ (the shorter length if one is a prefix)."""
-    for position, (a, b) in enumerate(zip(expected, actual, strict=False)):
-        if a != b:
-            return position
-    return min(len(expected), len(actual))
+def _conversation(text: str) -> Conversation:
+    return Conversation([{"role": "user", "content": text}])
 
 
-def id_findings(
-    profile: Profile, text: str, expected: Sequence[int], actual: Sequence[int]
-) -> list[Finding]:
-    """Token-exact comparison of a one-message prompt, naming the cause where it can (pure)."""
-    if list(expected) == list(actual):
+def _named(code: str, how: str, expected: Any, actual: Any) -> Finding:
+    return Finding(
+        code,
+        f"{how} are what the reference gives if {described([code])}, and nothing else",
+        expected=expected,
+        actual=actual,
+    )
+
+
+def id_findings(profile: Profile, text: str, ids: Sequence[int]) -> list[Finding]:
+    """The endpoint's ids of a one-message prompt against the reference's (pure)."""
+    conversation = _conversation(text)
+    expected = reference(profile, conversation).ids
+    if tuple(ids) == expected:
         return []
-    bos = profile.tokenizer.special_tokens.get(str(profile.template.variables.get("bos_token")))
-    if bos is not None and list(actual) == [bos, *expected]:
-        return [
-            Finding(
-                "double_bos",
-                "the ids are the reference's with a BOS token before them (a doubled or extra BOS)",
-                "$.tokens[0]",
-                expected=expected[:3],
-                actual=actual[:3],
-            )
-        ]
-    messages = [{"role": "user", "content": text}]
-    if list(actual) == encode_all_special(profile.tokenizer, profile.render(messages).text):
-        return [
-            Finding(
-                "special_token_injection",
-                "the user text spells a special token and the endpoint tokenized it as that token",
-                expected=len(expected),
-                actual=len(actual),
-            )
-        ]
-    normalised = unicodedata.normalize("NFKC", text)
-    if normalised != text and list(actual) == profile.prompt_ids(
-        [{"role": "user", "content": normalised}]
-    ):
-        return [
-            Finding(
-                "input_normalised",
-                "the ids are those of the NFKC-normalised text",
-                expected=len(expected),
-                actual=len(actual),
-            )
-        ]
-    at = first_difference(expected, actual)
+    causes = explaining(profile, [(conversation, Observed(len(ids), tuple(ids)))])
+    if len(causes) == 1:
+        return [_named(causes[0], "the endpoint's ids", len(expected), len(ids))]
+    at = first_difference(expected, ids)
     window = slice(max(0, at - 3), at + 4)
     decode = profile.tokenizer.decode
+    also = f"; consistent with: {described(causes)}" if causes else ""
     return [
         Finding(
             "token_ids_mismatch",
-            f"ids differ from position {at} of {len(expected)} (endpoint has {len(actual)}): "
+            f"ids differ from position {at} of {len(expected)} (endpoint has {len(ids)}): "
             f"reference {list(expected[window])} = {decode(expected[window])!r}, "
-            f"endpoint {list(actual[window])} = {decode(actual[window])!r}",
+            f"endpoint {list(ids[window])} = {decode(ids[window])!r}{also}",
             f"$.tokens[{at}]",
             expected=list(expected[window]),
-            actual=list(actual[window]),
+            actual=list(ids[window]),
         )
     ]
 
 
-def count_findings(profile: Profile, text: str, expected: int, actual: int) -> list[Finding]:
-    """A prompt-token count against the reference, naming the cause where it can (pure)."""
-    if actual == expected:
+def count_findings(profile: Profile, text: str, count: int, anchor: int) -> list[Finding]:
+    """Generation's count of a text against the reference, by the difference from the anchor.
+
+    The difference cancels what every prompt has in common (a hidden system prompt, a
+    constant accounting skew), so what is left is how the text itself is tokenized (pure).
+    """
+    case = [
+        (_conversation(text), Observed(count)),
+        (_conversation(ANCHOR), Observed(anchor)),
+    ]
+    want = len(reference(profile, case[0][0]).ids) - len(reference(profile, case[1][0]).ids)
+    if count - anchor == want:
         return []
-    messages = [{"role": "user", "content": text}]
-    if actual == len(encode_all_special(profile.tokenizer, profile.render(messages).text)):
-        return [
-            Finding(
-                "special_token_injection",
-                "the user text spells a special token and the endpoint counted it as that token",
-                expected=expected,
-                actual=actual,
-            )
-        ]
-    normalised = unicodedata.normalize("NFKC", text)
-    if normalised != text and actual == len(
-        profile.prompt_ids([{"role": "user", "content": normalised}])
-    ):
-        return [
-            Finding(
-                "input_normalised",
-                "the count is that of the NFKC-normalised text",
-                expected=expected,
-                actual=actual,
-            )
-        ]
+    causes = explaining(profile, case)
+    if len(causes) == 1:
+        return [_named(causes[0], "the counts of the text and of the anchor", want, count - anchor)]
+    also = f"; consistent with: {described(causes)}" if causes else ""
     return [
         Finding(
             "token_count_mismatch",
-            f"usage.prompt_tokens {actual}, the reference counts {expected}",
-            expected=expected,
-            actual=actual,
+            f"the text costs {count - anchor} prompt tokens more than {ANCHOR!r}, "
+            f"the reference says {want}{also}",
+            expected=want,
+            actual=count - anchor,
         )
     ]
 
@@ -148,34 +126,26 @@ def _unsupported(message: str, **metrics: Any) -> Outcome:
     )
 
 
+def _by_counts(ctx: RunContext, case: Case, profile: Profile, text: str) -> list[Finding] | None:
+    """Generation judged by differences of usage.prompt_tokens; None without usage."""
+    count = _prompt_tokens(ctx, case, text, "count")
+    anchor = _prompt_tokens(ctx, case, ANCHOR, "anchor")
+    if count is None or anchor is None:
+        return None
+    return count_findings(profile, text, count, anchor)
+
+
 def _run_ids(case: Case, ctx: RunContext, profile: Profile) -> Outcome:
     text = case.data["text"]
-    messages = [{"role": "user", "content": text}]
-    expected = profile.prompt_ids(messages)
     endpoints = ctx.endpoints
+    metrics: dict[str, Any] = {"category": case.data["category"]}
     if endpoints.method == "prompt_tokens":
-        actual = _prompt_tokens(ctx, case, text, "count")
-        anchor = _prompt_tokens(ctx, case, ANCHOR, "anchor")
-        if actual is None or anchor is None:
+        found = _by_counts(ctx, case, profile, text)
+        if found is None:
             return _unsupported("no tokenizer endpoint and no usage.prompt_tokens")
-        want = len(expected) - len(profile.prompt_ids([{"role": "user", "content": ANCHOR}]))
-        findings = (
-            []
-            if actual - anchor == want
-            else [
-                Finding(
-                    "token_count_mismatch",
-                    f"the text costs {actual - anchor} prompt tokens more than {ANCHOR!r}, "
-                    f"the reference says {want}",
-                    expected=want,
-                    actual=actual - anchor,
-                )
-            ]
-        )
-        return Outcome.from_findings(
-            findings,
-            metrics={"requests": 2, "method": "prompt_tokens", "category": case.data["category"]},
-        )
+        metrics.update(requests=len(ctx.observed), method="prompt_tokens")
+        return Outcome.from_findings(found, metrics=metrics)
+    messages = [{"role": "user", "content": text}]
     ids, method = prompt_token_ids(
         ctx.client, ctx.model, endpoints, messages, label=f"{case.key}#ids"
     )
@@ -184,28 +154,28 @@ def _run_ids(case: Case, ctx: RunContext, profile: Profile) -> Outcome:
     counted = None if method == "return_token_ids" else _prompt_tokens(ctx, case, text, "usage")
     findings: list[Finding] = []
     if counted is None or counted == len(ids):
-        findings += id_findings(profile, text, expected, ids)
+        findings = id_findings(profile, text, ids)
     else:
-        if method == "tokenize_messages":
-            # The endpoint claims to tokenize the chat prompt as generation does.
+        # The ids are not generation's: generation is judged by differences of its counts,
+        # in which an offset every prompt shares (a hidden system prompt) cancels.
+        findings = _by_counts(ctx, case, profile, text) or []
+        expected = reference(profile, _conversation(text)).ids
+        if method == "tokenize_messages" and tuple(ids) != expected:
+            # /tokenize with messages claims the generation path's ids.
             findings.append(
                 Finding(
                     "tokenize_endpoint_disagrees",
-                    f"/tokenize gives {len(ids)} ids, "
-                    f"generation counts usage.prompt_tokens {counted}",
-                    expected=counted,
+                    f"/tokenize gives {len(ids)} ids, not the reference's {len(expected)}, "
+                    f"and generation counts usage.prompt_tokens {counted}",
+                    expected=len(expected),
                     actual=len(ids),
                 )
             )
-        # Rendering + /tokenize is our imitation of the generation path: where it disagrees
-        # with usage, generation is judged by its count alone.
-        findings += count_findings(profile, text, len(expected), counted)
-    metrics = {
-        "requests": 1 + (counted is not None),
-        "method": method,
-        "category": case.data["category"],
-        "ladder_matches_usage": counted is None or counted == len(ids),
-    }
+    metrics.update(
+        requests=len(ctx.observed),
+        method=method,
+        ladder_matches_usage=counted is None or counted == len(ids),
+    )
     return Outcome.from_findings(findings, metrics=metrics)
 
 
@@ -235,36 +205,6 @@ def _run_detokenize(case: Case, ctx: RunContext, profile: Profile) -> Outcome:
     )
 
 
-def _run_max_tokens(case: Case, ctx: RunContext) -> Outcome:
-    limit = case.data["max_tokens"]
-    body = ctx.request(
-        case, messages=[{"role": "user", "content": case.data["text"]}], max_tokens=limit
-    )
-    result = ctx.send(case, body, stream=False, name="max-tokens")
-    if not result.ok:
-        return _unsupported(f"rejected with HTTP {result.status}")
-    used = (result.usage or {}).get("completion_tokens")
-    choice = result.choice
-    findings = []
-    if (
-        isinstance(used, int)
-        and choice is not None
-        and (used > limit or (choice.finish_reason == "length" and used != limit))
-    ):
-        findings.append(
-            Finding(
-                "max_tokens_not_honoured",
-                f"max_tokens {limit}, completion_tokens {used}, "
-                f"finish_reason {choice.finish_reason!r}",
-                expected=limit,
-                actual=used,
-            )
-        )
-    return Outcome.from_findings(
-        findings, metrics={"requests": 1, "category": case.data["category"]}
-    )
-
-
 def summarize(
     records: Iterable[Mapping[str, Any]], baseline: Mapping[str, Any] | None
 ) -> dict[str, Any]:
@@ -284,20 +224,16 @@ def summarize(
 
 
 def cost(case: Case) -> float:
-    """A generated answer and a /tokenize request, one of the two for max_tokens and detokenize."""
-    check = case.data.get("check", "ids")
-    return {"max_tokens": 1.0, "detokenize": QUICK}.get(check, 1.0 + QUICK)
+    """A generated answer and a /tokenize request; a /detokenize request alone."""
+    return QUICK if case.data.get("check") == "detokenize" else 1.0 + QUICK
 
 
 @family("tokenizer", summarize=summarize, cost=cost)
 def run(case: Case, ctx: RunContext) -> Outcome:
-    """Token ids, detokenize round trips and max_tokens, against the reference tokenizer."""
+    """Token ids and detokenize round trips against the reference tokenizer."""
     profile = ctx.profile
-    check = case.data.get("check", "ids")
-    if check == "max_tokens":
-        return _run_max_tokens(case, ctx)
     if profile is None:
         return _unsupported("needs a reference profile (--profile)")
-    if check == "detokenize":
+    if case.data.get("check") == "detokenize":
         return _run_detokenize(case, ctx, profile)
     return _run_ids(case, ctx, profile)

@@ -194,7 +194,7 @@ CATALOGUE: dict[str, DefectSpec] = {
         ),
         DefectSpec(
             "max-tokens-not-honoured",
-            "tokenizer",
+            "wire",
             "generates one token more than max_tokens",
         ),
         DefectSpec(
