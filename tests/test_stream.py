@@ -154,6 +154,31 @@ def test_name_from_first_non_empty_delta() -> None:
     assert "tool_call_first_delta_incomplete" in codes(result)
 
 
+def test_an_id_that_never_comes_is_not_a_late_first_delta() -> None:
+    """An empty id on every delta is the call's own defect (bad_call_id), not an ordering one."""
+    result = run(
+        sse(
+            chunk(
+                {
+                    "role": "assistant",
+                    "tool_calls": [
+                        {
+                            "index": 0,
+                            "id": "",
+                            "type": "function",
+                            "function": {"name": "lookup", "arguments": ""},
+                        }
+                    ],
+                }
+            ),
+            chunk({"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}),
+            chunk({}, "tool_calls"),
+        )
+    )
+    assert result.choice is not None and not result.choice.tool_calls[0].id
+    assert "tool_call_first_delta_incomplete" not in codes(result)
+
+
 def test_usage_inside_a_choice_is_taken_and_labelled() -> None:
     body = sse(
         {

@@ -13,6 +13,7 @@ from verifier.cases import Case
 from verifier.checks.tool_calling import (
     baseline_agreement,
     determinism_findings,
+    settled,
     validity_findings,
 )
 from verifier.checks.tool_matching import (
@@ -222,6 +223,12 @@ def test_contracts(data: dict[str, Any], result: ChatResult, code: str) -> None:
     assert codes(validity_findings(case(**data), result, "a")) == [code]
 
 
+def test_a_call_to_an_unknown_tool_is_not_also_a_named_choice_ignored() -> None:
+    named = {"tool_choice": {"type": "function", "function": {"name": "get_weather"}}}
+    result = answer(("c1", "get_weather_v2", '{"city": "Oslo"}'))
+    assert codes(validity_findings(case(**named), result, "a")) == ["unknown_tool"]
+
+
 def test_stream_invariant_problems_become_defects_and_other_wire_problems_do_not() -> None:
     result = answer(
         ("c1", "get_weather", '{"city": "Oslo"}'),
@@ -241,6 +248,17 @@ def test_determinism() -> None:
     assert codes(determinism_findings([(False, a), (True, b), (False, a), (True, b)])) == [
         "stream_calls_differ"
     ]
+    assert codes(determinism_findings([(False, a), (True, b), (False, a)])) == [
+        "stream_calls_differ"
+    ]
+    # Non-stream varies: the stream answer's difference is not told apart from that.
+    assert codes(determinism_findings([(False, a), (True, b), (False, b)])) == [
+        "nondeterministic_calls"
+    ]
+    # One answer of each mode: a stream difference cannot be told from nondeterminism.
+    found = determinism_findings([(False, a), (True, b)])
+    assert codes(found) == ["nondeterministic_calls"] and "--repeats 3" in found[0].message
+    assert not settled([(False, a), (True, b)]) and settled([(False, a), (True, b), (False, b)])
 
 
 def test_baseline_trigger_f1() -> None:

@@ -229,7 +229,9 @@ def contract_findings(case: Case, choice: Choice, attempt: str) -> list[Finding]
             )
         )
     forced = named_choice(case)
-    if forced is not None and (not names or any(name != forced for name in names)):
+    # A call to a tool that was not offered is unknown_tool's; here only the choice counts.
+    offered = [name for name in names if name in tool_names(case)]
+    if forced is not None and (not names or any(name != forced for name in offered)):
         findings.append(
             Finding(
                 "tool_choice_named_ignored",
@@ -258,14 +260,23 @@ def accuracy_findings(case: Case, result: ChatResult, attempt: str) -> list[Find
     return compare_calls(calls_of(result.choice), expected["calls"], attempt=attempt)
 
 
+def _varies(signatures: Sequence[Any]) -> bool:
+    return len(set(signatures)) > 1
+
+
 def determinism_findings(signatures: Sequence[tuple[bool, Any]]) -> list[Finding]:
-    """Compare the call signatures of the repeats: within each mode, then across modes."""
+    """Compare the call signatures of the repeats: within each mode, then across modes.
+
+    ``stream_calls_differ`` needs each mode to agree with itself, one of them over two
+    repeats or more: with one answer of each, a stream difference cannot be told from
+    nondeterminism, and the two answers differing is reported as nondeterminism.
+    """
     findings = []
     by_mode: dict[bool, list[Any]] = {False: [], True: []}
     for stream, sig in signatures:
         by_mode[stream].append(sig)
     for stream, sigs in by_mode.items():
-        if len(set(sigs)) > 1:
+        if _varies(sigs):
             mode = "stream" if stream else "non-stream"
             findings.append(
                 Finding(
@@ -278,23 +289,36 @@ def determinism_findings(signatures: Sequence[tuple[bool, Any]]) -> list[Finding
                 )
             )
     plain, streamed = by_mode[False], by_mode[True]
-    if (
-        plain
-        and streamed
-        and len(set(plain)) == 1
-        and len(set(streamed)) == 1
-        and plain[0] != streamed[0]
-    ):
-        findings.append(
+    if findings or not plain or not streamed or plain[0] == streamed[0]:
+        return findings
+    if len(plain) + len(streamed) > 2:
+        return [
             Finding(
                 "stream_calls_differ",
-                "the streamed calls differ from the non-stream calls",
+                f"the streamed calls differ from the non-stream calls, each the same over "
+                f"{len(streamed)} stream and {len(plain)} non-stream repeats",
                 expected=_shown(plain[0]),
                 actual=_shown(streamed[0]),
                 compare=True,
             )
+        ]
+    return [
+        Finding(
+            "nondeterministic_calls",
+            "the non-stream and the stream answer make different calls; with one of each, "
+            "a stream difference cannot be told from nondeterminism (give --repeats 3 or more)",
+            expected=_shown(plain[0]),
+            actual=_shown(streamed[0]),
+            compare=True,
         )
-    return findings
+    ]
+
+
+def settled(signatures: Sequence[tuple[bool, Any]]) -> bool:
+    """Two answers of the same mode differ: no further repeat can change that finding."""
+    return any(
+        _varies([sig for stream, sig in signatures if stream == mode]) for mode in (False, True)
+    )
 
 
 def _shown(sig: Any) -> list[dict[str, str]]:
@@ -332,8 +356,17 @@ def summarize(
     decisions = {
         r["case"].split("/", 1)[1]: r["outcome"]["metrics"].get("called", []) for r in graded
     }
+    asked = [m["repeats"] for m in metrics if "repeats" in m]
     summary: dict[str, Any] = {
         "compared": COMPARED,
+        # With --budget auto a failing case stops repeating: pass^k is the same, fewer sent.
+        "repeats": {
+            "asked": max(asked, default=None),
+            "sent": total,
+            "stopped_early": sum(
+                m.get("requests", 0) < m["repeats"] for m in metrics if "repeats" in m
+            ),
+        },
         "request_validity": rate(valid, total),
         "pass_k": rate(sum(bool(m.get("pass_k")) for m in metrics), len(metrics)),
         "identical_calls": rate(sum(bool(m.get("identical")) for m in metrics), len(metrics)),
@@ -423,19 +456,20 @@ def run(case: Case, ctx: RunContext) -> Outcome:
         if quality is None:
             quality = accuracy_findings(case, result, name)
         signatures.append((stream, signature(calls_of(result.choice))))
-        if ctx.stop_early and (
-            any(f.code != CUT for f in defects) or determinism_findings(signatures)
-        ):
-            # pass^k is already 0: more repeats cannot change the case's verdict.
+        if ctx.stop_early and (any(f.code != CUT for f in defects) or settled(signatures)):
+            # pass^k is already 0 and the finding final: more repeats cannot change either.
             break
     defects.extend(determinism_findings(signatures))
     called = [call.name for call in first.choice.tool_calls] if first and first.choice else []
+    identical = len({sig for _, sig in signatures}) == 1
     metrics = {
         "requests": len(signatures),
+        "repeats": repeats,
         "category": data["category"],
         "valid_requests": valid,
-        "pass_k": valid == repeats,
-        "identical": len({sig for _, sig in signatures}) == 1,
+        # Right on every repeat: each valid, and each making the first answer's calls.
+        "pass_k": valid == len(signatures) == repeats and identical,
+        "identical": identical,
         "stream_parity": None
         if repeats < 2
         else not any(f.code == "stream_calls_differ" for f in defects),

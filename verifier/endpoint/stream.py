@@ -120,6 +120,8 @@ class _ChoiceState:
     reasoning: list[str] = dataclasses.field(default_factory=list)
     calls: dict[int, ToolCall] = dataclasses.field(default_factory=dict)
     arguments: dict[int, list[str]] = dataclasses.field(default_factory=dict)
+    # What the first delta of each call lacked, and the chunk it came in.
+    incomplete: dict[int, tuple[list[str], int]] = dataclasses.field(default_factory=dict)
     roles_seen: int = 0
     first_chunk: int = 0
     tool_calls_started: bool = False
@@ -269,11 +271,7 @@ class StreamAccumulator:
                     [] if name else ["name"]
                 )
                 if missing:
-                    self._problem(
-                        "tool_call_first_delta_incomplete",
-                        f"first delta of tool call {index} lacks {', '.join(missing)}",
-                        number,
-                    )
+                    state.incomplete[index] = (missing, number)
             else:
                 if item.get("id") and call.id and item["id"] != call.id:
                     self._problem(
@@ -329,6 +327,7 @@ class StreamAccumulator:
                 parts = state.arguments[call_index]
                 call.arguments = "".join(parts) if parts else None
                 choice.tool_calls.append(call)
+                self._late_fields(state, call)
             if choice.finish_reason is None:
                 self._problem(
                     "finish_reason_missing", f"choice {index} ended without a finish_reason", None
@@ -337,6 +336,22 @@ class StreamAccumulator:
         if not self._choices and not result.problems:
             self._problem("no_choices", "the stream carried no choice", None)
         return result
+
+    def _late_fields(self, state: _ChoiceState, call: ToolCall) -> None:
+        """A call's id, type or name that came after its first delta.
+
+        One that never came is the call's own defect (no id, no type, no name), which
+        grading reports on the assembled call; here only the order is wrong.
+        """
+        missing, number = state.incomplete.get(call.index, ([], 0))
+        late = [field for field in missing if getattr(call, field)]
+        if late:
+            self._problem(
+                "tool_call_first_delta_incomplete",
+                f"first delta of tool call {call.index} lacks {', '.join(late)}, "
+                "sent in a later delta",
+                number,
+            )
 
     def _problem(self, code: str, message: str, number: int | None) -> None:
         where = None if number is None else f"chunk {number}"

@@ -14,6 +14,8 @@ import json
 import re
 from typing import Any, Protocol
 
+from jsonschema import Draft202012Validator
+
 from .conform import MISSING, conform
 from .defects import Defects
 from .oracle import natural_calls
@@ -250,21 +252,39 @@ def choose_calls(request: dict[str, Any], defects: Defects) -> list[dict[str, An
     return calls
 
 
-def _perturb(arguments: Any, tag: str) -> Any:
-    """The same arguments with one value changed (the first string, else the first number)."""
+def _variants(value: Any, tag: str, step: int) -> list[Any]:
+    """`value` with one leaf changed, at any depth: a string tagged, a number moved by `step`."""
+    if isinstance(value, str):
+        return [f"{value} {tag}", tag]
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return [value + step, value - step]
+    found: list[Any] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += [{**value, key: variant} for variant in _variants(item, tag, step)]
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += [
+                [*value[:index], variant, *value[index + 1 :]]
+                for variant in _variants(item, tag, step)
+            ]
+    return found
+
+
+def _vary(arguments: Any, parameters: Any, tag: str, step: int) -> Any:
+    """Arguments changed by `tag` or `step` that still satisfy `parameters`.
+
+    A nondeterministic engine samples other valid values; it does not break the schema
+    (that would be another defect). Arguments with nothing to vary within the schema stay.
+    """
     if not isinstance(arguments, dict):
         return arguments
-    changed = dict(arguments)
-    for key, value in changed.items():
-        if isinstance(value, str):
-            changed[key] = f"{value} {tag}"
-            return changed
-    for key, value in changed.items():
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            changed[key] = value + 1
-            return changed
-    changed["note"] = tag
-    return changed
+    schema = parameters if isinstance(parameters, dict) else {}
+    validator = Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+    for candidate in _variants(arguments, tag, step):
+        if validator.is_valid(candidate):
+            return candidate
+    return arguments
 
 
 def _violate(arguments: Any, parameters: Any) -> Any:
@@ -288,7 +308,7 @@ def tool_calls_for(
         if "tool-args-violate-schema" in defects:
             arguments = _violate(arguments, tools.get(name, {}))
         if "tool-nondeterministic-args" in defects:
-            arguments = _perturb(arguments, f"#{number}")
+            arguments = _vary(arguments, tools.get(name, {}), f"#{number}", number)
         text = json.dumps(arguments, ensure_ascii=False)
         if "tool-args-not-json" in defects:
             text = text[:-1]
@@ -299,7 +319,8 @@ def tool_calls_for(
             call_id = "call_dup" if len(calls) > 1 else ""
         sent.append(ToolCall(call_id, name, text))
         if "tool-stream-args-differ" in defects:
-            text = json.dumps(_perturb(arguments, "(streamed)"), ensure_ascii=False)
+            streamed_arguments = _vary(arguments, tools.get(name, {}), "streamed", 1)
+            text = json.dumps(streamed_arguments, ensure_ascii=False)
         streamed.append(ToolCall(call_id, name, text))
     return sent, (streamed if "tool-stream-args-differ" in defects else None)
 
