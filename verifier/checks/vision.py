@@ -9,8 +9,9 @@ Images are made locally with Pillow (verifier/images.py). Codes:
   same text but another image got the first image's answer), ``format_not_seen`` (the
   image is seen as PNG but not in another format or detail);
 - ``image_tokens_mismatch``: prompt_tokens with the image minus without it differs from
-  the profile's image-token rule; ``image_tokens_inconsistent``: the same image twice does
-  not cost twice, or PNG and JPEG of the same pixels cost differently;
+  the profile's image-token rule (without a rule: is not above 0);
+  ``image_tokens_inconsistent``: the same image twice does not cost twice, or PNG and
+  JPEG of the same pixels cost differently;
 - ``invalid_image_accepted`` (200), ``invalid_image_5xx``, ``error_shape``: a broken image,
   a zero-size or oversized one, or a ``file://``/``ftp://`` URL must get a 4xx with an
   error object. A text-only endpoint must refuse images the same way;
@@ -220,12 +221,24 @@ def _image_cost(case: Case, ctx: RunContext, parts: list[dict[str, Any]], name: 
 
 
 def _run_tokens(case: Case, ctx: RunContext) -> list[Finding]:
-    rule = ctx.profile.settings.get("images") if ctx.profile else None
-    if not rule or "rule" not in rule:
-        raise _Unsupported("the profile declares no image-token rule")
+    rule = (ctx.profile.settings.get("images") if ctx.profile else None) or {}
     spec = case.data["images"][0]
     width, height = spec.get("size", [64, 64])
     cost = _image_cost(case, ctx, content_parts(case.data, [image_part(spec)]), "with-image")
+    if "rule" not in rule:
+        # Without the model's rule, what any rule says: an image costs prompt tokens.
+        if cost > 0:
+            return []
+        return [
+            Finding(
+                "image_tokens_mismatch",
+                f"a {width}x{height} image costs {cost} prompt tokens: it never reached the "
+                "prompt (the profile declares no image-token rule to say how many it should)",
+                "$.usage.prompt_tokens",
+                expected="more than 0",
+                actual=cost,
+            )
+        ]
     expected = image_tokens(width, height, rule)
     if cost == expected:
         return []

@@ -213,7 +213,11 @@ CATALOGUE: dict[str, DefectSpec] = {
             "wire",
             "accepts sampling values outside the profile's limits (needs --profile)",
         ),
-        DefectSpec("vision-images-ignored", "vision", "drops image parts: the model sees no image"),
+        DefectSpec(
+            "vision-images-ignored",
+            "vision",
+            "drops image parts: the model sees no image, and they cost no prompt tokens",
+        ),
         DefectSpec(
             "vision-first-image-only",
             "vision",

@@ -132,6 +132,8 @@ class Eyes:
 
     def prompt_tokens(self, request: Mapping[str, Any]) -> int:
         """The prompt tokens of every image in the request, by the rule."""
+        if "vision-images-ignored" in self.defects:
+            return 0
         total = 0
         for message in request.get("messages", []):
             for part in image_parts(message):
