@@ -32,6 +32,8 @@ def test_any_json_document_with_whitespace_is_accepted(value: object, pad: str) 
         ("   ", "empty_output"),
         ('```json\n{"a": 1}\n```', "fenced_json"),
         ("```\n[1, 2]\n```", "fenced_json"),
+        # Cut at max_tokens inside its fence: the fence is the deviation, not the cut.
+        ('```json\n{"a": [1, 2', "fenced_json"),
         ('Here is the JSON: {"a": 1}', "extra_text"),
         ('{"a": 1} I hope this helps', "extra_text"),
         ('{"a": 1', "truncated_json"),

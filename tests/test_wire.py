@@ -299,3 +299,24 @@ def test_the_shape_cache_never_hides_a_finding(
     for _ in range(2):  # the second time, a passing shape comes from the cache
         findings = shape_findings(ChatResult(stream=True, status=200, chunks=[chunk]))
         assert bool(findings) == bool(uncached)
+
+
+def test_a_count_over_max_tokens_is_weighed_against_the_text_with_a_tokenizer(
+    small_profile: Any,
+) -> None:
+    tokenizer = small_profile.tokenizer
+    text = "Hello"
+    length = len(tokenizer.encode_ordinary(text))
+    inflated = {"prompt_tokens": 3, "completion_tokens": length + 5, "total_tokens": length + 8}
+    # The text fits the limit: the usage figure is what is wrong.
+    found = max_tokens_findings(answer(text, "length", usage=inflated), length, tokenizer)
+    assert codes(found) == ["completion_tokens_mismatch"]
+    assert (found[0].expected, found[0].actual) == (length, length + 5)
+    # The text itself is over the limit: the generation is what is wrong.
+    over = {"prompt_tokens": 3, "completion_tokens": length, "total_tokens": length + 3}
+    found = max_tokens_findings(answer(text, "length", usage=over), length - 1, tokenizer)
+    assert codes(found) == ["max_tokens_not_honoured"]
+    # Without a tokenizer the two cannot be told apart, and the message says so.
+    found = max_tokens_findings(answer(text, "length", usage=inflated), length)
+    assert codes(found) == ["max_tokens_not_honoured"]
+    assert "without a profile's tokenizer" in found[0].message

@@ -25,6 +25,8 @@ UNREADABLE = frozenset(
 )
 
 _FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*[ \t]*\r?\n(?P<body>.*?)\r?\n?```\s*$", re.DOTALL)
+# A fence opened and never closed: an answer cut at max_tokens inside its fence.
+_OPEN_FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*[ \t]*\r?\n(?P<body>.*)$", re.DOTALL)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -59,6 +61,12 @@ def parse_json_output(text: str | None) -> ParsedJSON:
             pass
     if _is_truncated(text):
         return ParsedJSON(code="truncated_json", detail=f"the JSON stops early: {error.msg}")
+    opened = _OPEN_FENCE.match(text)
+    if opened and "```" not in opened.group("body") and _is_truncated(opened.group("body")):
+        return ParsedJSON(
+            code="fenced_json",
+            detail="the JSON is wrapped in a markdown fence (and stops early, fence unclosed)",
+        )
     decoder = json.JSONDecoder()
     for match in re.finditer(r"[{\[]", text):
         try:

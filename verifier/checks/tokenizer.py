@@ -20,11 +20,12 @@ report). A cause is named only when the evidence singles it out (see
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..endpoint.tokenize import detokenize, prompt_token_ids
+from ..endpoint.tokenize import detokenize_answer, prompt_token_ids
 from ..outcome import Finding, Outcome, Status
 from .common import excerpt
 from .registry import QUICK, family
@@ -183,23 +184,35 @@ def _run_detokenize(case: Case, ctx: RunContext, profile: Profile) -> Outcome:
     if not ctx.endpoints.detokenize:
         return _unsupported("the endpoint has no /detokenize")
     text = case.data["text"]
-    back = detokenize(
+    back, answer = detokenize_answer(
         ctx.client, profile.tokenizer.encode_ordinary(text), label=f"{case.key}#detokenize"
     )
-    if back is None:
-        return _unsupported("/detokenize gave no text")
-    findings = (
-        []
-        if back == text
-        else [
+    if back is None and 400 <= answer.status < 500 and answer.status != 404:
+        # The route answered the probe, so refusing the model's own ids is the finding
+        # (a vocabulary that lacks them), not a missing feature.
+        findings = [
             Finding(
                 "detokenize_mismatch",
-                f"the reference ids of the text come back as {excerpt(back, 80)!r}",
+                f"/detokenize refuses the reference ids of the text with HTTP {answer.status}",
                 expected=excerpt(text, 200),
-                actual=excerpt(back, 200),
+                actual=excerpt(json.dumps(answer.body), 200),
             )
         ]
-    )
+    elif back is None:
+        return _unsupported("/detokenize gave no text")
+    else:
+        findings = (
+            []
+            if back == text
+            else [
+                Finding(
+                    "detokenize_mismatch",
+                    f"the reference ids of the text come back as {excerpt(back, 80)!r}",
+                    expected=excerpt(text, 200),
+                    actual=excerpt(back, 200),
+                )
+            ]
+        )
     return Outcome.from_findings(
         findings, metrics={"requests": 1, "category": case.data["category"]}
     )

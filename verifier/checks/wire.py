@@ -37,6 +37,7 @@ from .registry import QUICK, family
 
 if TYPE_CHECKING:
     from ..cases import Case
+    from ..reference.tokenizer import Tokenizer
     from ..runner import RunContext
 
 # Stream problems (from the accumulator) that are protocol violations, by their own code.
@@ -333,26 +334,54 @@ def stop_findings(
 
 
 def max_tokens_findings(
-    result: ChatResult, limit: int, attempt: str | None = None
+    result: ChatResult, limit: int, tokenizer: Tokenizer | None = None, attempt: str | None = None
 ) -> list[Finding]:
-    """completion_tokens within the limit, and equal to it when finish_reason is length (pure)."""
+    """completion_tokens within the limit, and equal to it when finish_reason is length (pure).
+
+    With the model's tokenizer, a count that breaks the limit is weighed against the answer's
+    text: when the text itself fits the limit, the usage figure is what is wrong
+    (completion_tokens_mismatch), not the generation.
+    """
     usage = result.usage or {}
     used = usage.get("completion_tokens")
     choice = result.choice
     if not isinstance(used, int):
         return []
-    if used > limit or (choice is not None and choice.finish_reason == "length" and used != limit):
-        return [
-            Finding(
-                "max_tokens_not_honoured",
-                f"completion_tokens {used} with a limit of {limit} "
-                f"(finish_reason {choice.finish_reason if choice else None!r})",
-                expected=limit,
-                actual=used,
-                attempt=attempt,
-            )
-        ]
-    return []
+    if not (
+        used > limit or (choice is not None and choice.finish_reason == "length" and used != limit)
+    ):
+        return []
+    finish = choice.finish_reason if choice else None
+    if tokenizer is not None and choice is not None and not choice.tool_calls:
+        text = (choice.reasoning or "") + (choice.content or "")
+        counted = len(tokenizer.encode_ordinary(text)) if text else 0
+        if counted <= limit and used > limit:
+            return [
+                Finding(
+                    "completion_tokens_mismatch",
+                    f"completion_tokens {used} with a limit of {limit}, but the answer's text "
+                    f"is {counted} tokens under the model's tokenizer",
+                    "$.usage.completion_tokens",
+                    expected=counted,
+                    actual=used,
+                    attempt=attempt,
+                )
+            ]
+    unweighed = (
+        ""
+        if tokenizer is not None
+        else "; without a profile's tokenizer the text cannot tell this from a miscount"
+    )
+    return [
+        Finding(
+            "max_tokens_not_honoured",
+            f"completion_tokens {used} with a limit of {limit} (finish_reason {finish!r})"
+            f"{unweighed}",
+            expected=limit,
+            actual=used,
+            attempt=attempt,
+        )
+    ]
 
 
 def _request(case: Case, ctx: RunContext) -> dict[str, Any]:
@@ -429,7 +458,8 @@ def _run_check(case: Case, ctx: RunContext) -> tuple[list[Finding], dict[str, An
             findings += stop_findings(result, [stop] if isinstance(stop, str) else stop, attempt)
         elif check == "max_tokens":
             limit = request.get("max_completion_tokens", request.get("max_tokens"))
-            findings += max_tokens_findings(result, int(limit), attempt)
+            tokenizer = ctx.profile.tokenizer if ctx.profile is not None else None
+            findings += max_tokens_findings(result, int(limit), tokenizer, attempt)
         elif check == "n":
             indexes = sorted(c.index for c in result.choices)
             if indexes != list(range(request["n"])):

@@ -117,14 +117,24 @@ def apply_template(
     return None
 
 
-def detokenize(client: EndpointClient, ids: Sequence[int], *, label: str = "") -> str | None:
-    """Text of ids from ``POST /detokenize`` (llama.cpp ``content``, vLLM ``prompt``), or None."""
+def detokenize_answer(
+    client: EndpointClient, ids: Sequence[int], *, label: str = ""
+) -> tuple[str | None, ChatResult]:
+    """Text of ids from ``POST /detokenize`` (llama.cpp ``content``, vLLM ``prompt``), or None.
+
+    The answer comes too: a check tells a refusal of the ids from a missing route.
+    """
     result = client.post_json(f"{client.root_url}/detokenize", {"tokens": list(ids)}, label=label)
     if result.ok and isinstance(result.body, dict):
         for key in ("content", "prompt", "text"):
             if isinstance(result.body.get(key), str):
-                return str(result.body[key])
-    return None
+                return str(result.body[key]), result
+    return None, result
+
+
+def detokenize(client: EndpointClient, ids: Sequence[int], *, label: str = "") -> str | None:
+    """Text of ids from ``POST /detokenize``, or None."""
+    return detokenize_answer(client, ids, label=label)[0]
 
 
 def probe_tokenizer_endpoints(client: EndpointClient, model: str) -> TokenizerEndpoints:
