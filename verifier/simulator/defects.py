@@ -171,6 +171,35 @@ CATALOGUE: dict[str, DefectSpec] = {
             "renders tool declarations without their descriptions (needs --profile)",
         ),
         DefectSpec(
+            "template-merges-system",
+            "chat_template",
+            "joins system messages onto the first user message, as a template without a "
+            "system role does (needs --profile)",
+        ),
+        DefectSpec(
+            "template-no-generation-prompt",
+            "chat_template",
+            "renders prompts without the generation prompt (needs --profile)",
+        ),
+        DefectSpec(
+            "template-drops-reasoning",
+            "chat_template",
+            "drops reasoning_content from assistant messages before rendering (needs a profile "
+            "whose template renders it, such as Kimi K2 Thinking's)",
+        ),
+        DefectSpec(
+            "template-reasoning-in-content",
+            "chat_template",
+            "moves an assistant message's reasoning_content into its content as "
+            "<think>...</think> (needs --profile)",
+        ),
+        DefectSpec(
+            "template-continues-final-assistant",
+            "chat_template",
+            "continues a final assistant message (llama.cpp's prefill) where the model's "
+            "template closes it and opens a new answer (needs --profile)",
+        ),
+        DefectSpec(
             "prompt-tokens-skew",
             "chat_template",
             "reports usage.prompt_tokens off by a constant",

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..reference.profiles import Profile
+from ..reference.template import Rendered
 from ..reference.tokenizer import TiktokenTokenizer, Tokenizer, encode_all_special, encode_prompt
 from .defects import Defects
 from .vision import Eyes, without_images
@@ -34,6 +35,19 @@ def _normalise(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _normalise(v) if k in ("content", "text") else v for k, v in value.items()}
     return value
+
+
+def _merge_system(messages: list[Any]) -> list[Any]:
+    """System text joined onto the first user message (a template without a system role)."""
+    system = "\n".join(str(m.get("content") or "") for m in messages if m.get("role") == "system")
+    rest = [m for m in messages if m.get("role") != "system"]
+    first = next(
+        (m for m in rest if m.get("role") == "user" and isinstance(m.get("content"), str)), None
+    )
+    if not system or first is None:
+        return messages
+    first["content"] = f"{system}\n\n{first['content']}"
+    return rest
 
 
 class OldVocabulary:
@@ -99,14 +113,43 @@ class PromptPath:
         if tools and "template-tools-rendered-differently" in self.defects:
             for tool in tools:
                 tool.get("function", {}).pop("description", None)
+        if "template-merges-system" in self.defects:
+            messages = _merge_system(messages)
+        for message in messages:
+            assistant = message.get("role") == "assistant"
+            reasoning = message.get("reasoning_content") if assistant else None
+            if reasoning and "template-reasoning-in-content" in self.defects:
+                message["content"] = f"<think>{reasoning}</think>{message.get('content') or ''}"
+            if reasoning and (
+                "template-drops-reasoning" in self.defects
+                or "template-reasoning-in-content" in self.defects
+            ):
+                del message["reasoning_content"]
         return messages, tools
+
+    def _rendered(
+        self, messages: list[Any], tools: list[Any] | None, add_generation_prompt: bool
+    ) -> Rendered:
+        """The prompt the vendor renders, with its template defects."""
+        if "template-no-generation-prompt" in self.defects:
+            add_generation_prompt = False
+        final = messages[-1] if messages else {}
+        if (
+            "template-continues-final-assistant" in self.defects
+            and final.get("role") == "assistant"
+            and isinstance(final.get("content"), str)
+        ):
+            # llama.cpp's prefill: the conversation before it, the generation prompt, its text.
+            before = self.profile.render(messages[:-1], tools, add_generation_prompt=True)
+            end = len(before.text) + len(final["content"])
+            spans = (*before.spans, (len(before.text), end))
+            return Rendered(before.text + final["content"], spans)
+        return self.profile.render(messages, tools, add_generation_prompt=add_generation_prompt)
 
     def render(self, request: Mapping[str, Any], *, add_generation_prompt: bool = True) -> str:
         """The prompt text."""
         messages, tools = self.conversation(request)
-        return self.profile.render(
-            messages, tools, add_generation_prompt=add_generation_prompt
-        ).text
+        return self._rendered(messages, tools, add_generation_prompt).text
 
     def prompt_ids(
         self, request: Mapping[str, Any], *, add_generation_prompt: bool = True
@@ -125,7 +168,7 @@ class PromptPath:
         """
         messages, tools, add_generation_prompt = json.loads(key)
         messages, tools = self.conversation({"messages": messages, "tools": tools})
-        rendered = self.profile.render(messages, tools, add_generation_prompt=add_generation_prompt)
+        rendered = self._rendered(messages, tools, add_generation_prompt)
         if "template-special-token-injection" in self.defects:
             ids = encode_all_special(self.tokenizer, rendered.text)
         else:
