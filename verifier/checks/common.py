@@ -13,6 +13,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.validators import validator_for
 
 from ..endpoint.response import ChatResult
+from ..errors import EndpointTimeout
 from ..outcome import Finding
 from ..scorecard.stats import rate
 
@@ -182,6 +183,15 @@ def agreement(ours: Mapping[str, Any], theirs: Mapping[str, Any]) -> dict[str, A
         "only_here": len(set(ours) - set(theirs)),
         "only_in_baseline": len(set(theirs) - set(ours)),
     }
+
+
+def hang_finding(exc: EndpointTimeout, what: str, prefix: str) -> Finding:
+    """A request that must be refused got no answer at all, after every retry (pure).
+
+    A vendor that holds a request it cannot parse costs every client its whole timeout: the
+    finding is the vendor's (``<prefix>_hang``), not a transport error.
+    """
+    return Finding(f"{prefix}_hang", f"{what} got no answer: {exc.message}")
 
 
 def rejection_findings(

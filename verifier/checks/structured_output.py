@@ -14,7 +14,7 @@ Codes of a constrained case (json_schema strict or not, json_object):
     (unsupported, never a pass).
 Malformed response_format (must be a 4xx with an error object):
     ``malformed_format_accepted`` (200), ``malformed_format_5xx``,
-    ``rejected_without_error_object``.
+    ``malformed_format_hang`` (no answer at all), ``rejected_without_error_object``.
 Truncation (an answer cut by max_tokens): ``truncated_without_length``.
 
 A constrained answer cut by max_tokens with ``finish_reason: length`` says
@@ -32,11 +32,12 @@ from jsonschema import Draft202012Validator
 from jsonschema import exceptions as jsonschema_exceptions
 
 from ..endpoint.response import ChatResult
-from ..errors import CaseDataError
+from ..errors import CaseDataError, EndpointTimeout
 from ..outcome import Finding, Outcome, Status
 from ..scorecard.stats import rate
 from .common import (
     excerpt,
+    hang_finding,
     parse_json_output,
     rejection_findings,
     schema_findings,
@@ -165,15 +166,15 @@ def _violated(findings: Iterable[Finding]) -> list[str]:
 
 
 def _run_malformed(case: Case, ctx: RunContext) -> Outcome:
-    result = ctx.send(
-        case, _request(case, ctx), stream=False, name="malformed", keep_persistent_5xx=True
-    )
-    metrics = {
-        "requests": 1,
-        "keyword": case.data["keyword"],
-        "kind": "malformed",
-        "status": result.status,
-    }
+    metrics: dict[str, Any] = {"requests": 1, "keyword": case.data["keyword"], "kind": "malformed"}
+    try:
+        result = ctx.send(
+            case, _request(case, ctx), stream=False, name="malformed", keep_persistent_5xx=True
+        )
+    except EndpointTimeout as exc:
+        hang = hang_finding(exc, "a malformed response_format", "malformed_format")
+        return Outcome.from_findings([hang], metrics=metrics)
+    metrics["status"] = result.status
     evidence = {"status": result.status, "body": excerpt(str(result.body), 300)}
     return Outcome.from_findings(
         malformed_findings(result, "malformed"), metrics=metrics, evidence=evidence

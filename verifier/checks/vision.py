@@ -12,7 +12,8 @@ Images are made locally with Pillow (verifier/images.py). Codes:
   the profile's image-token rule (without a rule: is not above 0);
   ``image_tokens_inconsistent``: the same image twice does not cost twice, or PNG and
   JPEG of the same pixels cost differently;
-- ``invalid_image_accepted`` (200), ``invalid_image_5xx``, ``error_shape``: a broken image,
+- ``invalid_image_accepted`` (200), ``invalid_image_5xx``, ``invalid_image_hang`` (no
+  answer at all), ``error_shape``: a broken image,
   a zero-size or oversized one, or a ``file://``/``ftp://`` URL must get a 4xx with an
   error object. A text-only endpoint must refuse images the same way;
 - ``image_5xx``: a valid image got a server error (a 4xx instead makes the case
@@ -26,10 +27,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..endpoint.response import ChatResult
+from ..errors import EndpointTimeout
 from ..images import image_part, invalid_part
 from ..outcome import Finding, Outcome, Status
 from ..reference.image_tokens import image_tokens
-from .common import agreement, excerpt, rejection_findings
+from .common import agreement, excerpt, hang_finding, rejection_findings
 from .registry import QUICK, family
 from .wire import shape_findings
 
@@ -293,7 +295,10 @@ def _run_invalid(case: Case, ctx: RunContext) -> list[Finding]:
     if kind == "oversize" and limit is None:
         raise _Unsupported("the profile documents no image size limit")
     part = invalid_part(kind, max_side=limit)
-    result = _send(case, ctx, content_parts(case.data, [part]), kind)
+    try:
+        result = _send(case, ctx, content_parts(case.data, [part]), kind)
+    except EndpointTimeout as exc:
+        return [hang_finding(exc, f"an invalid image ({kind})", "invalid_image")]
     wrong = rejection_findings(result, f"an invalid image ({kind})", "invalid_image", kind)
     if wrong:
         return wrong

@@ -32,7 +32,7 @@ from .. import resources
 from ..endpoint.response import ChatResult
 from ..errors import EndpointTimeout
 from ..outcome import Finding, Outcome, Status
-from .common import excerpt, rejection_findings, unreadable_findings
+from .common import excerpt, hang_finding, rejection_findings, unreadable_findings
 from .registry import QUICK, family
 
 if TYPE_CHECKING:
@@ -409,7 +409,7 @@ def _run_invalid(case: Case, ctx: RunContext) -> list[Finding]:
                 keep_persistent_5xx=True,
             )
     except EndpointTimeout as exc:
-        return [Finding("invalid_request_hang", f"an invalid request got no answer: {exc.message}")]
+        return [hang_finding(exc, "an invalid request", "invalid_request")]
     ctx.observe(result)
     return invalid_request_findings(result, "invalid")
 
