@@ -69,6 +69,11 @@ def logprobs_of(
     return {"content": entries}
 
 
+def call_type(defects: Defects) -> str:
+    """The type a tool call is given."""
+    return "tool" if "tool-call-type-wrong" in defects else "function"
+
+
 def completion_body(
     request: dict[str, Any], reply: Reply, number: int, defects: Defects, path: Path
 ) -> dict[str, Any]:
@@ -78,7 +83,11 @@ def completion_body(
         message["reasoning_content"] = reply.reasoning
     if reply.tool_calls:
         message["tool_calls"] = [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            {
+                "id": c.id,
+                "type": call_type(defects),
+                "function": {"name": c.name, "arguments": c.arguments},
+            }
             for c in reply.tool_calls
         ]
     count = choice_count(request, defects)
@@ -121,10 +130,14 @@ def stream_events(
 
     def chunk(index: int, delta: dict[str, Any], finish: str | None = None, **extra: Any) -> None:
         choice = {"index": index, "delta": delta, "finish_reason": finish, **extra}
-        chunks.append({**base, "choices": [choice]})
+        chunk_id = base["id"]
+        if "stream-chunk-id-changes" in defects:
+            chunk_id = f"{chunk_id}-{len(chunks)}"
+        chunks.append({**base, "id": chunk_id, "choices": [choice]})
 
     for index in range(count):
-        chunk(index, {"role": "assistant", "content": ""})
+        if "stream-no-role" not in defects:
+            chunk(index, {"role": "assistant", "content": ""})
         if reply.reasoning:
             chunk(index, {"reasoning_content": reply.reasoning})
         for position, token in enumerate(reply.tokens):
@@ -134,13 +147,25 @@ def stream_events(
                 entries = logprobs["content"][position : position + 1]
                 extra["logprobs"] = {"content": entries}
             chunk(index, delta, **extra)
+            if position == 0 and "stream-empty-delta" in defects:
+                chunk(index, {})
+        if reply.tokens and "stream-content-differs" in defects:
+            # The extra text comes with its logprob: the stream stays consistent with itself.
+            space = {"token": " ", "logprob": -0.01, "bytes": [32], "top_logprobs": []}
+            extra = {} if logprobs is None else {"logprobs": {"content": [space]}}
+            chunk(index, {"content": " "}, **extra)
         for call_index, call in enumerate(calls):
             first = {"name": call.name, "arguments": ""}
             chunk(
                 index,
                 {
                     "tool_calls": [
-                        {"index": call_index, "id": call.id, "type": "function", "function": first}
+                        {
+                            "index": call_index,
+                            "id": call.id,
+                            "type": call_type(defects),
+                            "function": first,
+                        }
                     ]
                 },
             )
@@ -149,9 +174,11 @@ def stream_events(
                 if repeat_name:
                     function["name"] = call.name
                 chunk(index, {"tool_calls": [{"index": call_index, "function": function}]})
-        chunk(index, {}, finish_of(reply, defects))
+        if "stream-finish-reason-missing" not in defects:
+            chunk(index, {}, finish_of(reply, defects))
     options = request.get("stream_options") or {}
-    if options.get("include_usage") and "stream-no-usage" not in defects:
+    asked = options.get("include_usage") or "stream-usage-unrequested" in defects
+    if asked and "stream-no-usage" not in defects:
         chunks.append(
             {**base, "choices": [], "usage": usage_of(request, reply, count, defects, path)}
         )

@@ -128,11 +128,51 @@ CATALOGUE: dict[str, DefectSpec] = {
             "tool_calling",
             "gives parallel calls one shared id, and a single call an empty id",
         ),
+        DefectSpec(
+            "tool-call-type-wrong",
+            "tool_calling",
+            'gives every tool call the type "tool" instead of "function"',
+        ),
         DefectSpec("stream-no-usage", "wire", "sends no usage chunk although include_usage is set"),
+        DefectSpec(
+            "stream-no-role",
+            "wire",
+            "never sends role: assistant in a stream (no first role delta)",
+        ),
+        DefectSpec(
+            "stream-chunk-id-changes",
+            "wire",
+            "gives each chunk of a stream its own id (a proxy that re-wraps every chunk)",
+        ),
+        DefectSpec(
+            "stream-empty-delta",
+            "wire",
+            "sends a chunk with an empty delta and no finish_reason between content chunks",
+        ),
         DefectSpec(
             "stream-role-repeated", "wire", "repeats role: assistant in every streamed delta"
         ),
         DefectSpec("stream-no-done", "wire", "ends streams without data: [DONE]"),
+        DefectSpec(
+            "invalid-request-hang",
+            "wire",
+            "never answers a request it cannot parse (holds it until the client hangs up)",
+        ),
+        DefectSpec(
+            "stream-content-differs",
+            "wire",
+            "ends every streamed answer's text with a space the non-stream answer lacks",
+        ),
+        DefectSpec(
+            "stream-usage-unrequested",
+            "wire",
+            "sends a usage chunk at the end of every stream, include_usage or not",
+        ),
+        DefectSpec(
+            "stream-finish-reason-missing",
+            "wire",
+            "never sends a streamed choice's finish_reason (no final chunk)",
+        ),
         DefectSpec(
             "finish-reason-raw-token",
             "wire",
@@ -264,6 +304,11 @@ CATALOGUE: dict[str, DefectSpec] = {
             "vision-webp-unsupported-silently",
             "vision",
             "accepts WebP images with HTTP 200 and passes the model a blank image",
+        ),
+        DefectSpec(
+            "vision-jpeg-costs-more",
+            "vision",
+            "charges a JPEG image one token more than the same pixels as PNG",
         ),
         DefectSpec(
             "vision-token-miscount-large",

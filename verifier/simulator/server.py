@@ -382,6 +382,8 @@ class Handler(BaseHTTPRequestHandler):
             self._send_json(500, error_body("internal error compiling the grammar", "server_error"))
         elif "invalid-request-500" in defects:
             self._send_json(500, error_body("internal server error", "server_error"))
+        elif "invalid-request-hang" in defects:
+            self._hold()
         else:
             error = error_body(rejection.message, code=rejection.code)
             error["error"]["param"] = rejection.param

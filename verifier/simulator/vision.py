@@ -142,5 +142,7 @@ class Eyes:
                 large = max(width, height) > LARGE_SIDE
                 if large and "vision-token-miscount-large" in self.defects:
                     cost *= 2
+                if "vision-jpeg-costs-more" in self.defects:
+                    cost += decode_data_url(part["image_url"]["url"])[0] == "image/jpeg"
                 total += cost
         return total
