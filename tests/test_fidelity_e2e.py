@@ -15,22 +15,10 @@ pytestmark = pytest.mark.slow
 
 Run = Callable[..., VerifierRun]
 Start = Callable[..., str]
-KIMI = f"kimi-k2:{Path(__file__).parent / 'data' / 'kimi-k2'}"
+KIMI = "kimi-k2"
 TEMPLATE_CASES = len(load_corpus(["chat_template"]).cases)
 TOKENIZER = load_corpus(["tokenizer"]).cases
 ROUND_TRIPS = sum(c.data.get("check") == "detokenize" for c in TOKENIZER)
-
-DEFECTS = {
-    "template-drops-system": ("chat_template", "system_dropped"),
-    "template-special-token-injection": ("chat_template", "special_token_injection"),
-    "template-double-bos": ("tokenizer", "double_bos"),
-    "template-tools-rendered-differently": ("chat_template", "tools_rendered_differently"),
-    "prompt-tokens-skew:+3": ("chat_template", "prompt_tokens_skew"),
-    "tokenizer-nfkc-normalises-input": ("tokenizer", "input_normalised"),
-    "tokenizer-old-vocab": ("tokenizer", "token_ids_mismatch"),
-    "tokenize-endpoint-disagrees": ("tokenizer", "tokenize_endpoint_disagrees"),
-    "max-tokens-not-honoured": ("tokenizer", "max_tokens_not_honoured"),
-}
 
 
 def fidelity_run(run_verifier: Run, url: str, profile: str | None, *args: str) -> VerifierRun:
@@ -75,32 +63,16 @@ def test_clean_vendor_with_the_small_trained_tokenizer(
     assert run.family("tokenizer")["counts"]["fail"] == 0
 
 
-@pytest.mark.parametrize(("defect", "expected"), sorted(DEFECTS.items()))
-def test_each_defect_is_caught_with_its_code(
-    simulator: Start, run_verifier: Run, defect: str, expected: tuple[str, str]
+@pytest.mark.parametrize(
+    ("defect", "offset"), [("prompt-tokens-skew:+3", 3), ("template-double-bos", 1)]
+)
+def test_a_constant_offset_is_measured(
+    simulator: Start, run_verifier: Run, defect: str, offset: int
 ) -> None:
-    family, code = expected
-    run = fidelity_run(run_verifier, simulator("--profile", KIMI, "--defect", defect), KIMI)
-    assert run.returncode == 1
-    assert code in run.family(family)["codes"], run.family(family)["codes"]
-    for name in ("chat_template", "tokenizer"):
-        assert run.family(name)["counts"]["error"] == 0
-    if defect.startswith("prompt-tokens-skew"):
-        assert run.family("chat_template")["metrics"]["constant_offset"] == 3
-
-
-def test_the_same_defects_show_in_both_families(simulator: Start, run_verifier: Run) -> None:
-    run = fidelity_run(
-        run_verifier,
-        simulator("--profile", KIMI, "--defect", "template-special-token-injection"),
-        KIMI,
-    )
-    assert "special_token_injection" in run.family("tokenizer")["codes"]
-    double = fidelity_run(
-        run_verifier, simulator("--profile", KIMI, "--defect", "template-double-bos"), KIMI
-    )
-    assert "double_bos" in double.family("chat_template")["codes"]
-    assert double.family("chat_template")["metrics"]["constant_offset"] == 1
+    """The codes each defect gives are in tests/defect_table.py; here, the offset metric."""
+    url = simulator("--profile", KIMI, "--defect", defect)
+    run = run_verifier(url, "--families", "chat_template", "--profile", KIMI)
+    assert run.family("chat_template")["metrics"]["constant_offset"] == offset
 
 
 def test_without_a_profile_nothing_passes_that_needs_one(
@@ -112,9 +84,8 @@ def test_without_a_profile_nothing_passes_that_needs_one(
         template["counts"]["unsupported"] == TEMPLATE_CASES and template["verdict"] == "unsupported"
     )
     tokenizer = run.family("tokenizer")
-    max_tokens = sum(c.data.get("check") == "max_tokens" for c in TOKENIZER)
-    assert tokenizer["counts"]["unsupported"] == len(TOKENIZER) - max_tokens
-    assert tokenizer["counts"]["pass"] == max_tokens
+    assert tokenizer["counts"]["unsupported"] == len(TOKENIZER)
+    assert tokenizer["verdict"] == "unsupported"
     assert "unsupported: needs a reference profile (--profile)" in run.stdout
 
 

@@ -51,7 +51,8 @@ CHECK = {f"vision/{c.id}": c.data["check"] for c in VISION}
 INVALID = ids("invalid")
 # What each defect must fail, with which code; every other case passes.
 DEFECTS: dict[str, dict[str, set[str]]] = {
-    "vision-images-ignored": {"answer_mismatch": ANSWERED},
+    # The prompt counts no image tokens either: every image-token case within the limit.
+    "vision-images-ignored": {"answer_mismatch": ANSWERED, "image_tokens_mismatch": ids("tokens")},
     "vision-first-image-only": {"only_first_image_used": ids("semantic", where=several)},
     "vision-order-swapped": {"image_order_swapped": ids("semantic", where=several)},
     "vision-webp-unsupported-silently": {"format_not_seen": ids("transport", where=webp)},
@@ -105,17 +106,14 @@ def test_clean_vendor_passes_with_the_profile_s_image_rule(
     assert set(family["metrics"]["checks"]) == {c.data["check"] for c in VISION}
 
 
-def test_clean_vendor_without_a_profile_runs_everything_but_the_rule(
+def test_clean_vendor_without_a_profile_runs_everything_but_the_size_limit(
     simulator: Start, run_verifier: Run
 ) -> None:
     run = vision_run(run_verifier, simulator())
     unsupported = {k for k, o in run.outcomes().items() if o["status"] == "unsupported"}
-    needs_profile = {
-        f"vision/{c.id}"
-        for c in VISION
-        if c.data["check"] == "tokens" or c.data.get("invalid") == "oversize"
-    }
-    assert unsupported == needs_profile
+    # Without an image-token rule the tokens cases still check what any rule says (an image
+    # costs prompt tokens); only the documented largest side needs the profile.
+    assert unsupported == {"vision/invalid-oversize"}
     assert run.family("vision")["counts"]["fail"] == 0
     assert run.returncode == 0
 
@@ -167,7 +165,6 @@ def test_a_text_only_endpoint_that_answers_images_with_500_fails(
     codes = failed(run)
     invalid = INVALID - {"vision/invalid-oversize"}
     assert codes["invalid_image_5xx"] == invalid
-    # Every valid image (the image-token rule cases need a profile and send none).
-    rule = {f"vision/{c.id}" for c in VISION if c.data["check"] == "tokens"}
-    assert codes["image_5xx"] == {f"vision/{c.id}" for c in VISION} - INVALID - rule
+    # Every valid image.
+    assert codes["image_5xx"] == {f"vision/{c.id}" for c in VISION} - INVALID
     assert run.returncode == 1

@@ -108,6 +108,14 @@ def test_vendor_extras_and_omitted_nullable_fields_are_fine() -> None:
     assert shape_findings(body(data)) == []
 
 
+def test_a_chunk_against_the_chunk_schema_names_its_chunk_and_path() -> None:
+    bad = chunk({"content": "Hi"})
+    bad["object"] = "chat.completion"
+    result = stream(chunk({"role": "assistant", "content": ""}), bad, chunk({}, "stop"))
+    found = shape_findings(result)
+    assert [(f.code, f.json_path) for f in found] == [("chunk_shape", "$[chunk 1].object")]
+
+
 def test_a_good_stream() -> None:
     result = stream(
         chunk({"role": "assistant", "content": ""}),

@@ -1,0 +1,39 @@
+"""Running one row of the defect table: the vendor with that defect, every family graded."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.conftest import KIMI_PROFILE, KIMI_THINKING_PROFILE, KIMI_VISION_PROFILE, VerifierRun
+from tests.defect_table import Row
+from verifier import resources
+from verifier.simulator.process import SimulatorProcess
+
+PROFILES = {
+    "kimi-k2": KIMI_PROFILE,
+    "vision": KIMI_VISION_PROFILE,
+    "thinking": KIMI_THINKING_PROFILE,
+}
+
+
+def check_row(row: Row, run_verifier: Callable[..., VerifierRun], small_profile_dir: Path) -> None:
+    """Run the row's families against the vendor with its defect; assert their exact codes."""
+    profile = str(small_profile_dir) if row.profile == "small" else PROFILES[row.profile]
+    # One vendor per row, stopped at once: dozens of idle vendors would hold memory all session.
+    vendor = SimulatorProcess(["--profile", profile, "--defect", row.defect])
+    try:
+        options = ("--families", ",".join(row.families), "--repeats", "2", *row.verifier)
+        run = run_verifier(vendor.url, "--profile", profile, *options, timeout=900)
+    finally:
+        vendor.stop()
+    errors = list(resources.validator("scorecard").iter_errors(run.scorecard))
+    assert errors == [], errors
+    families = run.scorecard["families"]
+    assert set(families) == set(row.families)
+    got = {name: set(family["codes"]) for name, family in families.items()}
+    assert got == {name: set(row.codes.get(name, ())) for name in row.families}, run.stdout[-3000:]
+    # A defect is graded, never left as transport errors: every case of every family ended.
+    errors = {name: family["counts"]["error"] for name, family in families.items()}
+    assert errors == dict.fromkeys(row.families, 0)
+    assert run.returncode == (1 if row.codes else 0), run.stdout[-3000:]

@@ -1,0 +1,230 @@
+"""Every defect of the simulated vendor with the exact codes each of the six families gives.
+
+One row per catalogue entry: the vendor is started with that defect alone, the verifier runs
+every family, and each family's codes must be exactly the row's set (a family the row does not
+name must give none). A row that expects more than one code, or a code in a second family,
+says why in `why`: a defect that breaks two contracts is reported twice, and nothing else is.
+
+Every row sends two repeats of each tool-calling case (one non-stream, one stream), not five:
+four more of the same request prove nothing more about a defect that is not about
+determinism; the two determinism rows send four (two of each mode, to compare within one).
+
+Transport faults run two families only, tool calling (non-stream and stream answers, five
+repeats) and wire (every request shape): a fault hits every chat request alike, whichever
+family sent it, and a Retry-After or a held request costs seconds each, so the other four
+families would add minutes and prove nothing more.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from verifier.simulator.defects import CATALOGUE
+
+FAMILIES = ("structured_output", "tool_calling", "chat_template", "tokenizer", "vision", "wire")
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One defect's expected findings.
+
+    Args:
+        defect: the ``--defect`` value (with its parameter where one is needed).
+        codes: family -> the exact set of codes it gives; families not named give none.
+        profile: the profile both sides use: ``kimi-k2``, ``vision`` (with the test vision
+            projector's image rule), ``thinking`` (Kimi K2 Thinking's template) or ``small``
+            (the small test profile, which declares thinking and sampling policies).
+        verifier: verifier options (``--repeats 2`` unless they say otherwise).
+        why: why a second code or family is right, where there is one.
+        families: the families run (all six but for transport faults).
+    """
+
+    defect: str
+    codes: dict[str, frozenset[str]]
+    profile: str = "kimi-k2"
+    verifier: tuple[str, ...] = ()
+    why: str = ""
+    families: tuple[str, ...] = FAMILIES
+
+
+def _row(
+    defect: str,
+    why: str = "",
+    profile: str = "kimi-k2",
+    verifier: tuple[str, ...] = (),
+    **codes: set[str],
+) -> Row:
+    return Row(defect, {f: frozenset(c) for f, c in codes.items()}, profile, verifier, why)
+
+
+TRANSPORT = ("tool_calling", "wire")
+
+
+def _fault(defect: str, *verifier: str, families: tuple[str, ...] = TRANSPORT) -> Row:
+    # Enough retries that a seeded fault never outlives them (0.3 ** 11 per request).
+    return Row(defect, {}, verifier=("--max-retries", "10", *verifier), families=families)
+
+
+ROWS: tuple[Row, ...] = (
+    # structured_output
+    _row("ignore-response-format", structured_output={"not_json"}),
+    _row("json-in-markdown-fence", structured_output={"fenced_json"}),
+    _row("ignore-keyword:maxItems", structured_output={"schema_mismatch"}),
+    _row("strict-accepted-not-enforced", structured_output={"schema_mismatch"}),
+    _row("bad-response-format-500", structured_output={"malformed_format_5xx"}),
+    _row("truncated-json-finish-stop", structured_output={"truncated_without_length"}),
+    # tool_calling
+    _row("tool-args-not-json", tool_calling={"invalid_json"}),
+    _row("tool-unknown-name", tool_calling={"unknown_tool"}),
+    _row("tool-args-violate-schema", tool_calling={"schema_mismatch"}),
+    _row("tool-finish-reason-stop", tool_calling={"finish_reason_mismatch"}),
+    _row(
+        "tool-nondeterministic-args",
+        verifier=("--repeats", "4"),
+        tool_calling={"nondeterministic_calls"},
+    ),
+    _row(
+        "tool-stream-args-differ", verifier=("--repeats", "4"), tool_calling={"stream_calls_differ"}
+    ),
+    _row("tool-name-repeated-in-stream", tool_calling={"tool_call_name_repeated"}),
+    _row("tool-choice-none-ignored", tool_calling={"tool_choice_none_ignored"}),
+    _row("tool-choice-required-ignored", tool_calling={"tool_choice_required_ignored"}),
+    _row("tool-choice-named-ignored", tool_calling={"tool_choice_named_ignored"}),
+    _row("parallel-tool-calls-ignored", tool_calling={"parallel_tool_calls_ignored"}),
+    _row("tool-markers-in-content", tool_calling={"markers_in_content"}),
+    _row("tool-duplicate-call-ids", tool_calling={"bad_call_id"}),
+    _row("tool-call-type-wrong", tool_calling={"bad_call_type"}),
+    # wire
+    _row("stream-no-usage", wire={"usage_missing"}),
+    _row("stream-role-repeated", wire={"role_repeated"}),
+    _row("stream-no-role", wire={"role_missing"}),
+    _row("stream-chunk-id-changes", wire={"chunk_id_changed"}),
+    _row("stream-empty-delta", wire={"empty_delta"}),
+    _row("stream-no-done", wire={"done_missing"}),
+    _row("stream-usage-unrequested", wire={"usage_unrequested"}),
+    _row("stream-content-differs", wire={"stream_content_differs"}),
+    _row(
+        "stream-finish-reason-missing",
+        "finish_reason is a contract of three families: a streamed tool call must end with "
+        "tool_calls, and an answer cut by max_tokens must say length",
+        structured_output={"truncated_without_length"},
+        tool_calling={"finish_reason_missing"},
+        wire={"finish_reason_missing"},
+    ),
+    _row("finish-reason-raw-token", wire={"finish_reason_invalid"}),
+    _row("stop-not-honoured", wire={"stop_not_honoured"}),
+    _row("n-ignored", wire={"n_ignored"}),
+    _row(
+        "invalid-request-500",
+        "the vendor answers every request it cannot parse with a 500: a malformed "
+        "response_format and an undecodable image are such requests too",
+        structured_output={"malformed_format_5xx"},
+        vision={"invalid_image_5xx"},
+        wire={"invalid_request_5xx"},
+    ),
+    _row(
+        "invalid-request-200",
+        "the vendor answers every request it cannot parse with a 200: a malformed "
+        "response_format and an undecodable image are such requests too",
+        structured_output={"malformed_format_accepted"},
+        vision={"invalid_image_accepted"},
+        wire={"invalid_request_accepted"},
+    ),
+    _row(
+        "invalid-request-hang",
+        "the vendor holds every request it cannot parse: a malformed response_format and an "
+        "undecodable image are such requests too",
+        verifier=("--timeout", "2", "--max-retries", "0"),
+        structured_output={"malformed_format_hang"},
+        vision={"invalid_image_hang"},
+        wire={"invalid_request_hang"},
+    ),
+    _row("usage-total-wrong", wire={"usage_total_wrong"}),
+    _row("logprobs-inconsistent", wire={"logprobs_inconsistent"}),
+    _row("max-tokens-not-honoured", wire={"max_tokens_not_honoured"}),
+    _row("completion-tokens-inflated", wire={"completion_tokens_mismatch"}),
+    _row("seed-ignored", wire={"seed_not_reproducible"}),
+    _row("thinking-ignored", profile="small", wire={"thinking_not_honoured"}),
+    _row("sampling-limits-ignored", profile="small", wire={"sampling_limit_not_enforced"}),
+    # chat_template and tokenizer
+    _row("template-drops-system", chat_template={"system_dropped"}),
+    _row(
+        "template-special-token-injection",
+        "the tokenizer family compares the prompt's ids too, and the same ids are wrong there",
+        chat_template={"special_token_injection"},
+        tokenizer={"special_token_injection"},
+    ),
+    _row(
+        "template-double-bos",
+        "the tokenizer family compares the prompt's ids too, and the same ids are wrong there",
+        chat_template={"double_bos"},
+        tokenizer={"double_bos"},
+    ),
+    _row("template-tools-rendered-differently", chat_template={"tools_rendered_differently"}),
+    _row("template-merges-system", chat_template={"system_merged"}),
+    _row(
+        "template-no-generation-prompt",
+        "the tokenizer family compares the prompt's ids too, and the same ids are wrong there",
+        chat_template={"generation_prompt_missing"},
+        tokenizer={"generation_prompt_missing"},
+    ),
+    _row(
+        "template-drops-reasoning",
+        profile="thinking",
+        chat_template={"reasoning_history_dropped"},
+    ),
+    _row("template-reasoning-in-content", chat_template={"reasoning_in_content"}),
+    _row("template-continues-final-assistant", chat_template={"assistant_prefill"}),
+    _row("prompt-tokens-skew:+3", chat_template={"prompt_tokens_skew"}),
+    _row("tokenizer-nfkc-normalises-input", tokenizer={"input_normalised"}),
+    _row(
+        "tokenizer-old-vocab",
+        "an old vocabulary encodes text to other ids (token_ids_mismatch) and cannot decode "
+        "the release's newest ids (detokenize_mismatch); chat prompts then count differently, "
+        "and no rendering cause explains the counts (prompt_tokens_mismatch)",
+        chat_template={"prompt_tokens_mismatch"},
+        tokenizer={"token_ids_mismatch", "detokenize_mismatch"},
+    ),
+    _row("tokenize-endpoint-disagrees", tokenizer={"tokenize_endpoint_disagrees"}),
+    # vision
+    _row(
+        "vision-images-ignored",
+        "an answer that never saw the image is wrong, and the prompt counts no image tokens",
+        vision={"answer_mismatch", "image_tokens_mismatch"},
+    ),
+    _row("vision-first-image-only", vision={"only_first_image_used"}),
+    _row("vision-order-swapped", vision={"image_order_swapped"}),
+    _row(
+        "vision-stale-cache",
+        "the cache is keyed by the prompt's text, so a later case asking the same question "
+        "of another image is answered from the first (answer_mismatch) besides the cases "
+        "that repeat one image to catch the cache (stale_image_cache)",
+        vision={"answer_mismatch", "stale_image_cache"},
+    ),
+    _row("vision-webp-unsupported-silently", vision={"format_not_seen"}),
+    _row("vision-jpeg-costs-more", vision={"image_tokens_inconsistent"}),
+    _row("vision-token-miscount-large", profile="vision", vision={"image_tokens_mismatch"}),
+    _row("vision-invalid-image-500", vision={"invalid_image_5xx"}),
+    # A defect switched on only under load: the verifier's own concurrency triggers it.
+    _row(
+        "defect-under-concurrency:2",
+        verifier=("--concurrency", "4"),
+        structured_output={"not_json"},
+    ),
+    # Transport faults: retried and absorbed, never a vendor's conformance code.
+    _fault("http-500-every-3rd"),
+    # Each third request waits its Retry-After second: the wire family alone.
+    _fault("http-429-retry-after", families=("wire",)),
+    _fault("fault-429:0.3"),
+    _fault("fault-500:0.3"),
+    _fault("fault-timeout:0.02", "--timeout", "2"),
+    _fault("fault-reset:0.3"),
+    _fault("fault-truncated-stream:0.3"),
+    _fault("fault-garbage:0.3"),
+    _fault("fault-slow-stream"),
+)
+
+
+def catalogue_family(row: Row) -> str:
+    """The family the simulated vendor's catalogue files the row's defect under."""
+    return CATALOGUE[row.defect.partition(":")[0]].family
