@@ -1,0 +1,147 @@
+"""The commands the README shows a newcomer, run as written from an empty folder.
+
+Each command is kept here as the README spells it, and the test first checks that the README
+still does: a change to either shows here. They run through the shell with this environment's
+`verifier` and `pytest` on PATH, default options and relative paths. Only the one-time set-up
+(`python3 -m venv ... && pip install -e .`) is left out, and the port the simulated vendor
+listens on is a free one instead of 8111, so that a vendor a developer keeps running there does
+not answer in its place.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, child_env, free_port
+from verifier.simulator.process import SimulatorProcess
+
+pytestmark = pytest.mark.slow
+
+README = (REPO / "README.md").read_text()
+SET_UP = "python3 -m venv .venv && . .venv/bin/activate && pip install -e . && "
+MAIN = (
+    "(verifier simulate --profile kimi-k2 --port 8111 > /dev/null &) && sleep 5 && "
+    "pytest --endpoint http://127.0.0.1:8111 --profile kimi-k2"
+)
+DEMO = "verifier demo"
+KEYGEN = "verifier keygen --out signer.key"
+SIGNED = "pytest --endpoint URL --sign-key signer.key"
+VERIFY = (
+    "verifier verify verifier-out/scorecard.dsse.json --key signer.key.pub "
+    "--transcript verifier-out/transcript.jsonl"
+)
+COMPARE = (
+    "verifier compare --key signer.key.pub --html comparison.html \\\n"
+    "    vendor-a=runs/a/scorecard.dsse.json vendor-b=runs/b/scorecard.dsse.json "
+    "runs/c/scorecard.json"
+)
+
+
+def shell(command: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """`command` through bash in `cwd`, in its own session; whatever it left running is killed.
+
+    Output goes to files, not pipes: the main command's background vendor keeps its stderr
+    open after the command ends, and a pipe would never reach its end.
+    """
+    env = child_env({"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"})
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        process = subprocess.Popen(
+            ["bash", "-c", command],
+            cwd=cwd,
+            env=env,
+            stdout=out,
+            stderr=err,
+            text=True,
+            start_new_session=True,
+        )
+        try:
+            process.wait(timeout=timeout)
+        finally:
+            # The background vendor of the main command shares the shell's process group.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(command, process.returncode, out.read(), err.read())
+
+
+def test_the_readme_still_shows_these_commands() -> None:
+    for command in (SET_UP + MAIN, DEMO, KEYGEN, SIGNED, VERIFY, COMPARE):
+        assert command in README, command
+
+
+def test_the_main_command_grades_every_family_and_passes(tmp_path: Path) -> None:
+    port = str(free_port())
+    done = shell(MAIN.replace("8111", port), tmp_path)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    card = json.loads((tmp_path / "verifier-out" / "scorecard.json").read_text())
+    assert card["profile"]["name"] == "kimi-k2"
+    verdicts = {name: family["verdict"] for name, family in card["families"].items()}
+    assert verdicts == dict.fromkeys(
+        ("structured_output", "tool_calling", "chat_template", "tokenizer", "vision", "wire"),
+        "pass",
+    )
+    # No case is unsupported for lack of a profile: the four left ask for policies Kimi K2
+    # Instruct's release does not state (it has no thinking switch, no documented sampling
+    # limits, no image size limit).
+    journal = (tmp_path / "verifier-out" / "journal.jsonl").read_text().splitlines()
+    outcomes = [json.loads(line)["outcome"] for line in journal if '"outcome"' in line]
+    unsupported = [o["message"] for o in outcomes if o["status"] == "unsupported"]
+    assert sorted(unsupported) == [
+        "unsupported: the profile declares no sampling limits",
+        "unsupported: the profile declares no thinking dialect",
+        "unsupported: the profile declares no thinking dialect",
+        "unsupported: the profile documents no image size limit",
+    ]
+    # The gate passes the clean vendor too, with the profile and without one.
+    with_profile = shell(MAIN.replace("8111", port) + " --gate --out gated", tmp_path)
+    assert with_profile.returncode == 0, with_profile.stdout[-3000:]
+    assert "gate (defaults): PASS" in with_profile.stdout
+    vendor = SimulatorProcess([])
+    try:
+        without = shell(f"pytest --endpoint {vendor.url} --gate --out bare", tmp_path)
+    finally:
+        vendor.stop()
+    assert without.returncode == 0, without.stdout[-3000:]
+    assert "gate (defaults): PASS" in without.stdout
+    bare = json.loads((tmp_path / "bare" / "scorecard.json").read_text())
+    assert bare["families"]["chat_template"]["verdict"] == "unsupported"
+
+
+def test_the_demo_runs_with_its_defaults(tmp_path: Path) -> None:
+    done = shell(DEMO, tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (tmp_path / "verifier-demo" / "comparison.html").is_file()
+    assert f"comparison: {tmp_path / 'verifier-demo' / 'comparison.html'}" in done.stdout
+
+
+def test_keygen_sign_verify_and_compare_as_written(tmp_path: Path) -> None:
+    assert shell(KEYGEN, tmp_path).returncode == 0
+    assert (tmp_path / "signer.key").stat().st_mode & 0o777 == 0o600
+    vendor = SimulatorProcess([])
+    try:
+        # One family keeps it short; signing does not depend on which ran.
+        signed = shell(SIGNED.replace("URL", vendor.url) + " --families wire", tmp_path)
+    finally:
+        vendor.stop()
+    assert signed.returncode == 0, signed.stdout[-3000:]
+    verified = shell(VERIFY, tmp_path)
+    assert verified.returncode == 0, verified.stderr
+    runs = tmp_path / "runs"
+    for name in ("a", "b", "c"):
+        (runs / name).mkdir(parents=True)
+        for file in ("scorecard.dsse.json", "scorecard.json"):
+            (runs / name / file).write_bytes((tmp_path / "verifier-out" / file).read_bytes())
+    compared = shell(COMPARE.replace("\\\n    ", ""), tmp_path)
+    assert compared.returncode == 0, compared.stderr
+    page = (tmp_path / "comparison.html").read_text()
+    assert "vendor-a" in page and "vendor-b" in page
