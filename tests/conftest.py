@@ -75,10 +75,22 @@ def simulator() -> Iterator[Callable[..., str]]:
 
 
 def free_port() -> int:
-    """A loopback port nothing listens on (bound and released: for "cannot reach" tests)."""
+    """A loopback port free a moment ago (bound and released), for a server told its port."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def refused_port() -> Iterator[int]:
+    """A loopback port that refuses connections for the whole test (for "cannot reach" tests).
+
+    Bound and never listening: a connection gets a reset at once, and no other process (a
+    vendor another worker starts on port 0) can take the port while the test runs.
+    """
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        yield int(s.getsockname()[1])
 
 
 def serve_in_thread(server: socketserver.BaseServer) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import GOOD_CASE, VerifierRun, fake_key, free_port, serve_in_thread
+from tests.conftest import GOOD_CASE, VerifierRun, fake_key, serve_in_thread
 from verifier.cases import load_corpus
 from verifier.config import FAMILY_NAMES
 from verifier.errors import CaseDataError
@@ -301,7 +301,7 @@ def snapshot(folder: Path) -> dict[str, bytes]:
 
 @pytest.mark.slow
 def test_a_run_that_stops_at_the_probe_leaves_out_as_it_was(
-    simulator: Start, run_verifier: Run, tmp_path: Path
+    simulator: Start, run_verifier: Run, tmp_path: Path, refused_port: int
 ) -> None:
     out = tmp_path / "out"
     quick = ("--families", "structured_output", "-k", "enum")
@@ -309,7 +309,7 @@ def test_a_run_that_stops_at_the_probe_leaves_out_as_it_was(
     run_verifier(simulator(), *quick, out=out)
     before = snapshot(out)
     assert "scorecard.json" in before and "previous/scorecard.json" in before
-    stopped = run_verifier(f"http://127.0.0.1:{free_port()}", "--max-retries", "0", out=out)
+    stopped = run_verifier(f"http://127.0.0.1:{refused_port}", "--max-retries", "0", out=out)
     assert "ERROR: cannot reach" in the_error_line(stopped)
     after = snapshot(out)
     assert sorted(after) == sorted(before), "no file moved, removed or added"

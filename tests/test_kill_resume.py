@@ -91,10 +91,11 @@ def test_resume_after_a_seeded_kill_gives_the_uninterrupted_outcomes(
         REFERENCE[workers] = graded(reference)
     out = tmp_path / "killed"
     before, started, target = kill_at(url, out, workers, seed)
-    if 0 < target < N_CASES:
-        # The kill landed mid-run (the vendor's latency leaves no time to finish the rest).
-        assert started and target <= before < N_CASES, (target, before)
-        assert not (out / "scorecard.json").exists()
+    if 0 < target:
+        # The kill came once `target` cases were journaled: where it lands after that depends
+        # on the machine's load (a busy machine may even finish the run first), so the test
+        # takes the point where it landed, and asserts nothing about timing.
+        assert started and target <= before, (target, before)
     resumed = run_verifier(url, *FAMILY, "-n", workers, "--resume", out=out)
     assert resumed.returncode == 1, resumed.stdout[-2000:] + resumed.stderr
     assert graded(resumed) == REFERENCE[workers], "same outcomes as the uninterrupted run"

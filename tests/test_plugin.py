@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import VerifierRun, fake_key, free_port
+from tests.conftest import VerifierRun, fake_key
 from verifier import resources
 from verifier.cases import load_corpus
 
@@ -184,8 +184,8 @@ def one_error_line(run: VerifierRun) -> str:
     return lines[0]
 
 
-def test_unreachable_endpoint_is_one_line(run_verifier: Run) -> None:
-    port = free_port()
+def test_unreachable_endpoint_is_one_line(run_verifier: Run, refused_port: int) -> None:
+    port = refused_port
     run = run_verifier(f"http://127.0.0.1:{port}", "--max-retries", "0")
     assert run.returncode == 4
     assert (

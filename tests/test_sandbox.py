@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, VerifierRun, free_port
+from tests.conftest import REPO, VerifierRun
 from tests.test_bad_input import profile_with_template, the_error_line
 from verifier.reference.template import ChatTemplate, TemplateError
 
@@ -107,11 +107,11 @@ def test_the_sandbox_still_lets_a_template_build_lists() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["include-passwd", "cycler-popen", "lipsum-globals"])
 def test_a_hostile_profile_stops_the_run_with_one_line(
-    run_verifier: Run, tmp_path: Path, name: str
+    run_verifier: Run, tmp_path: Path, name: str, refused_port: int
 ) -> None:
     folder = profile_with_template(tmp_path / "model", ATTACKS[name][0])
-    # Nothing listens on the port: reaching the probe would be a "cannot reach" error instead.
-    run = run_verifier(f"http://127.0.0.1:{free_port()}", "--profile", str(folder))
+    # The port refuses connections: reaching the probe would be a "cannot reach" error instead.
+    run = run_verifier(f"http://127.0.0.1:{refused_port}", "--profile", str(folder))
     line = the_error_line(run)
     assert line.startswith(f"ERROR: --profile: {folder / 'chat_template.jinja'}: "), line
     assert ATTACKS[name][1] in line
