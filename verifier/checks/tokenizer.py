@@ -187,31 +187,29 @@ def _run_detokenize(case: Case, ctx: RunContext, profile: Profile) -> Outcome:
     back, answer = detokenize_answer(
         ctx.client, profile.tokenizer.encode_ordinary(text), label=f"{case.key}#detokenize"
     )
-    if back is None and 400 <= answer.status < 500 and answer.status != 404:
-        # The route answered the probe, so refusing the model's own ids is the finding
-        # (a vocabulary that lacks them), not a missing feature.
-        findings = [
+    # The route answered the probe, so a 4xx refusing the model's own ids is the finding
+    # (a vocabulary that lacks them), not a missing feature.
+    refused = back is None and 400 <= answer.status < 500 and answer.status != 404
+    if back is None and not refused:
+        return _unsupported("/detokenize gave no text")
+    findings: list[Finding] = []
+    if refused:
+        findings.append(
             Finding(
                 "detokenize_mismatch",
                 f"/detokenize refuses the reference ids of the text with HTTP {answer.status}",
                 expected=excerpt(text, 200),
                 actual=excerpt(json.dumps(answer.body), 200),
             )
-        ]
-    elif back is None:
-        return _unsupported("/detokenize gave no text")
-    else:
-        findings = (
-            []
-            if back == text
-            else [
-                Finding(
-                    "detokenize_mismatch",
-                    f"the reference ids of the text come back as {excerpt(back, 80)!r}",
-                    expected=excerpt(text, 200),
-                    actual=excerpt(back, 200),
-                )
-            ]
+        )
+    elif back != text:
+        findings.append(
+            Finding(
+                "detokenize_mismatch",
+                f"the reference ids of the text come back as {excerpt(back, 80)!r}",
+                expected=excerpt(text, 200),
+                actual=excerpt(back, 200),
+            )
         )
     return Outcome.from_findings(
         findings, metrics={"requests": 1, "category": case.data["category"]}

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import resources
-from ..endpoint.response import ChatResult
+from ..endpoint.response import ChatResult, Choice
 from ..errors import EndpointTimeout
 from ..outcome import Finding, Outcome, Status
 from .common import excerpt, hang_finding, rejection_findings, unreadable_findings
@@ -238,16 +238,21 @@ def usage_findings(result: ChatResult, attempt: str | None = None) -> list[Findi
 COMPLETION_SLACK = (1, 2)
 
 
+def _text_tokens(choice: Choice, tokenizer: Tokenizer) -> int:
+    """The answer's reasoning and content, counted with the profile's tokenizer."""
+    text = (choice.reasoning or "") + (choice.content or "")
+    return len(tokenizer.encode_ordinary(text)) if text else 0
+
+
 def completion_findings(
-    result: ChatResult, tokenizer: Any, attempt: str | None = None
+    result: ChatResult, tokenizer: Tokenizer, attempt: str | None = None
 ) -> list[Finding]:
     """completion_tokens against the answer's text under the profile's tokenizer (pure)."""
     choice = result.choice
     used = (result.usage or {}).get("completion_tokens")
     if choice is None or choice.tool_calls or not isinstance(used, int) or len(result.choices) != 1:
         return []
-    text = (choice.reasoning or "") + (choice.content or "")
-    counted = len(tokenizer.encode_ordinary(text)) if text else 0
+    counted = _text_tokens(choice, tokenizer)
     low, high = counted - COMPLETION_SLACK[0], counted + COMPLETION_SLACK[1]
     if low <= used <= high:
         return []
@@ -353,8 +358,7 @@ def max_tokens_findings(
         return []
     finish = choice.finish_reason if choice else None
     if tokenizer is not None and choice is not None and not choice.tool_calls:
-        text = (choice.reasoning or "") + (choice.content or "")
-        counted = len(tokenizer.encode_ordinary(text)) if text else 0
+        counted = _text_tokens(choice, tokenizer)
         if counted <= limit and used > limit:
             return [
                 Finding(
