@@ -29,8 +29,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from verifier.journal import JournalContents, read_journal
-from verifier.outdir import OutDir
+from verifier.run.journal import JournalContents, read_journal
+from verifier.run.outdir import OutDir
 from verifier.simulator.process import SimulatorProcess, child_env
 
 REPO = Path(__file__).resolve().parent.parent

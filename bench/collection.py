@@ -50,7 +50,7 @@ from _harness import (
     workdir,
 )
 
-from verifier.outdir import OutDir
+from verifier.run.outdir import OutDir
 
 POLL = 0.005
 STRUCTURED = "structured_output"

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.llama.server import LlamaServer
-from verifier import signing
+from verifier.scorecard import signing
 from verifier.simulator.defects import parse_defects
 from verifier.simulator.process import SimulatorProcess, child_env
 from verifier.simulator.server import SimulatorServer

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import GOOD_CASE, VerifierRun, fake_key, serve_in_thread
-from verifier.cases import load_corpus
+from verifier.cases.corpus import load_corpus
 from verifier.config import FAMILY_NAMES
 from verifier.errors import CaseDataError
 from verifier.reference.profiles import BUILTIN_DIR

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from tests.conftest import VerifierRun
 from verifier import resources
-from verifier.budget import Budget, decision, summary, summary_lines
 from verifier.outcome import Status
+from verifier.run.budget import Budget, decision, summary, summary_lines
 
 Run = Callable[..., VerifierRun]
 Start = Callable[..., str]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import GOOD_CASE
-from verifier.cases import load_corpus
+from verifier.cases.corpus import load_corpus
 from verifier.checks import FAMILIES
 from verifier.errors import CaseDataError
 

@@ -14,7 +14,6 @@ import pytest
 
 from tests.compare_cards import family, scorecard, structured_metrics, tool_metrics
 from tests.conftest import child_env
-from verifier import signing
 from verifier.compare import InputError, build_comparison, load_input
 from verifier.compare.inputs import Input
 from verifier.compare.model import (
@@ -26,6 +25,7 @@ from verifier.compare.model import (
     State,
     rank,
 )
+from verifier.scorecard import signing
 
 
 def compare(*cards: dict[str, Any]) -> Comparison:

@@ -17,8 +17,8 @@ from verifier.config import (
     positive_seconds,
     prepare_out_dir,
 )
+from verifier.endpoint.redaction import Redactor, redact_url
 from verifier.errors import ConfigError
-from verifier.redaction import Redactor, redact_url
 
 
 @pytest.mark.parametrize(

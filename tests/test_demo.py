@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import child_env
-from verifier import signing
+from verifier.scorecard import signing
 
 pytestmark = pytest.mark.slow
 

@@ -21,10 +21,9 @@ import pytest
 
 from tests.conftest import VerifierRun, fake_key, verify
 from verifier import resources
-from verifier.cases import load_corpus
+from verifier.cases.corpus import load_corpus
 from verifier.checks.structured_output import output_findings
 from verifier.endpoint.client import FAULT_KINDS, EndpointClient, answer_fault
-from verifier.endpoint.response import parse_completion
 from verifier.endpoint.transcript import Transcript
 from verifier.errors import (
     EndpointError,
@@ -32,7 +31,8 @@ from verifier.errors import (
     EndpointStatusError,
     EndpointTimeout,
 )
-from verifier.report import summary_lines
+from verifier.protocol.answers import parse_completion
+from verifier.render.report import summary_lines
 from verifier.scorecard.provenance import seen_in_transcript
 from verifier.simulator.defects import RATE_FAULTS, parse_defects
 from verifier.simulator.faults import choose_fault, fires

@@ -14,7 +14,7 @@ from tests.conftest import VerifierRun
 from verifier import resources
 from verifier.config import FAMILY_NAMES
 from verifier.errors import ConfigError
-from verifier.gate import DEFAULTS, evaluate, family_gate, load_thresholds
+from verifier.scorecard.gate import DEFAULTS, evaluate, family_gate, load_thresholds
 
 Run = Callable[..., VerifierRun]
 Start = Callable[..., str]

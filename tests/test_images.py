@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from verifier.images import (
+from verifier.reference.image_tokens import image_tokens
+from verifier.reference.images import (
     COLOURS,
     decode_data_url,
     describe,
@@ -21,7 +22,6 @@ from verifier.images import (
     make_image,
     read_digit,
 )
-from verifier.reference.image_tokens import image_tokens
 from verifier.simulator.validation import Policy, image_problem
 
 KIMI_TEST = {"rule": "kimi-k25", "patch_size": 8, "merge": 2, "min_tokens": 4, "max_tokens": 256}

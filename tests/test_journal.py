@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from verifier.errors import ConfigError
-from verifier.journal import Journal, read_journal
+from verifier.run.journal import Journal, read_journal
 
 
 def outcome(status: str) -> dict[str, object]:

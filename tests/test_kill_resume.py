@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import VerifierRun, child_env, verifier_command
-from verifier.cases import load_corpus
+from verifier.cases.corpus import load_corpus
 
 pytestmark = pytest.mark.slow
 

@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import VerifierRun, fake_key
 from verifier import resources
-from verifier.cases import load_corpus
+from verifier.cases.corpus import load_corpus
 
 pytestmark = pytest.mark.slow
 

@@ -21,11 +21,11 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from verifier import signing
 from verifier.cli import main as verifier_main
-from verifier.endpoint.response import ChatResult, parse_body, parse_completion
-from verifier.endpoint.stream import accumulate
 from verifier.errors import VerifierError
+from verifier.protocol.answers import ChatResult, parse_body, parse_completion
+from verifier.protocol.stream import accumulate
+from verifier.scorecard import signing
 
 # Python refuses these although they are valid JSON syntax: an integer of more than 4300
 # digits, and nesting deeper than the recursion limit.

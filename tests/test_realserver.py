@@ -23,7 +23,7 @@ from tests.conftest import KIMI_PROFILE, LLAMA_SERVERS, VerifierRun, child_env
 from tests.llama.server import LlamaServer
 from tests.test_compare_browser import open_page
 from verifier import resources
-from verifier.cases import load_corpus
+from verifier.cases.corpus import load_corpus
 from verifier.reference.profiles import load_profile
 from verifier.reference.tokenizer import encode_all_special
 

@@ -10,7 +10,7 @@ from datetime import datetime
 import pytest
 
 from tests.conftest import KIMI_PROFILE, VerifierRun
-from verifier.cases import load_corpus
+from verifier.cases.corpus import load_corpus
 from verifier.checks import FAMILIES
 from verifier.checks.registry import QUICK
 from verifier.checks.vision import PER_MEGAPIXEL, megapixels

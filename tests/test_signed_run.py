@@ -14,7 +14,7 @@ from securesystemslib.dsse import Envelope
 from securesystemslib.signer import SSlibKey
 
 from tests.conftest import VerifierRun, child_env
-from verifier import signing
+from verifier.scorecard import signing
 
 pytestmark = pytest.mark.slow
 

@@ -23,9 +23,9 @@ from securesystemslib.exceptions import VerificationError
 from securesystemslib.signer import CryptoSigner, SSlibKey
 
 from tests.conftest import child_env, pem_block
-from verifier import signing
 from verifier.errors import VerifierError
-from verifier.signing import SignatureError
+from verifier.scorecard import signing
+from verifier.scorecard.signing import SignatureError
 
 CORPUS_SHA256 = "c0" * 32
 TRANSCRIPT = b'{"n":1}\n{"n":2}\n{"n":3}\n'

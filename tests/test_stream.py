@@ -8,8 +8,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from verifier.endpoint.response import ChatResult
-from verifier.endpoint.stream import accumulate, decode_sse
+from verifier.protocol.answers import ChatResult
+from verifier.protocol.stream import accumulate, decode_sse
 
 
 def sse(*events: Any, done: bool = True, newline: str = "\n") -> bytes:

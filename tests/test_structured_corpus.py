@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from verifier.cases import Case, load_corpus
+from verifier.cases.corpus import Case, load_corpus
 from verifier.simulator.conform import MISSING, conform
 from verifier.simulator.model import natural_json
 

@@ -11,7 +11,7 @@ from jsonschema import Draft202012Validator
 from tests.conftest import VerifierRun
 from tests.test_structured_corpus import JSON_SCHEMA, STRUCTURAL, TAGS, schema_of, uses
 from verifier import resources
-from verifier.cases import load_corpus
+from verifier.cases.corpus import load_corpus
 from verifier.simulator.model import natural_json
 
 pytestmark = pytest.mark.slow

@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from verifier.cases import Case
-from verifier.checks.schema_strategy import generated_cases, keyword_schemas
+from verifier.cases.corpus import Case
+from verifier.cases.generated import generated_cases, keyword_schemas
 from verifier.checks.structured_output import malformed_findings, output_findings, summarize
-from verifier.endpoint.response import ChatResult, Choice
+from verifier.protocol.answers import ChatResult, Choice
 from verifier.simulator.conform import MISSING, conform
 from verifier.simulator.validation import response_format_problem
 

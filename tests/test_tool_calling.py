@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from verifier.cases import Case
+from verifier.cases.corpus import Case
 from verifier.checks.tool_calling import (
     baseline_agreement,
     determinism_findings,
@@ -23,7 +23,7 @@ from verifier.checks.tool_matching import (
     signature,
     value_matches,
 )
-from verifier.endpoint.response import ChatResult, Choice, Problem, ToolCall
+from verifier.protocol.answers import ChatResult, Choice, Problem, ToolCall
 
 WEATHER = {
     "type": "function",

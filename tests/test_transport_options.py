@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from tests.conftest import VerifierRun, fake_key, serve_in_thread
-from verifier.session import _resume_mismatch
+from verifier.run.session import _resume_mismatch
 from verifier.simulator.defects import parse_defects
 from verifier.simulator.server import SimulatorServer
 

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from verifier.checks.vision import answer_findings, content_parts, words
-from verifier.images import COLOURS, image_part
+from verifier.reference.images import COLOURS, image_part
 from verifier.simulator.defects import parse_defects
 from verifier.simulator.vision import Eyes, answer, without_images
 

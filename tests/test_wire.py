@@ -19,8 +19,8 @@ from verifier.checks.wire import (
     stop_findings,
     usage_findings,
 )
-from verifier.endpoint.response import ChatResult, Choice, parse_completion
-from verifier.endpoint.stream import accumulate
+from verifier.protocol.answers import ChatResult, Choice, parse_completion
+from verifier.protocol.stream import accumulate
 
 GOOD = {
     "id": "c1",

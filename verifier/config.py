@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from .endpoint.redaction import redact_url
 from .errors import ConfigError
-from .redaction import redact_url
 
 FAMILY_NAMES = (
     "tool_calling",

@@ -2,7 +2,7 @@
 
 Without ``--endpoint`` this plugin only adds its options and markers, and
 imports nothing heavy: a project's own tests run as usual, at their usual
-speed. With it, :mod:`verifier.session` takes over the session.
+speed. With it, :mod:`verifier.run.session` takes over the session.
 """
 
 from __future__ import annotations
@@ -212,7 +212,7 @@ def pytest_configure(config: pytest.Config) -> None:
             insecure=config.getoption("insecure"),
             budget=config.getoption("budget"),
         )
-        from .session import start_session
+        from .run.session import start_session
 
         start_session(config, run_config)
         # A verification session runs no hypothesis test, and hypothesis's plugin imports

@@ -30,8 +30,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..endpoint.tokenize import apply_template, prompt_token_ids, tokenize_text
 from ..outcome import Finding, Outcome, Status
+from ..protocol.tokenize import apply_template, prompt_token_ids, tokenize_text
 from ..reference.template import TemplateError
 from .common import agreement, excerpt
 from .registry import family
@@ -49,9 +49,9 @@ from .renderings import (
 )
 
 if TYPE_CHECKING:
-    from ..cases import Case
+    from ..cases.corpus import Case
     from ..reference.profiles import Profile
-    from ..runner import RunContext
+    from ..run.executor import RunContext
 
 Observations = Sequence[tuple[Conversation, Observed]]
 _COUNT = "$.usage.prompt_tokens"

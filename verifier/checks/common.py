@@ -12,9 +12,9 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.validators import validator_for
 
-from ..endpoint.response import ChatResult
 from ..errors import EndpointTimeout
 from ..outcome import Finding
+from ..protocol.answers import ChatResult
 from ..scorecard.stats import rate
 
 # How many disagreeing cases a baseline comparison lists.

@@ -7,9 +7,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..cases import Case
+    from ..cases.corpus import Case
     from ..outcome import Outcome
-    from ..runner import RunContext
+    from ..run.executor import RunContext
 
 RunFunction = Callable[["Case", "RunContext"], "Outcome"]
 CaseCheck = Callable[["Case"], None]

@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Any
 from jsonschema import Draft202012Validator
 from jsonschema import exceptions as jsonschema_exceptions
 
-from ..endpoint.response import ChatResult
 from ..errors import CaseDataError, EndpointTimeout
 from ..outcome import Finding, Outcome, Status
+from ..protocol.answers import ChatResult
 from ..scorecard.stats import rate
 from .common import (
     excerpt,
@@ -46,8 +46,8 @@ from .common import (
 from .registry import QUICK, family
 
 if TYPE_CHECKING:
-    from ..cases import Case
-    from ..runner import RunContext
+    from ..cases.corpus import Case
+    from ..run.executor import RunContext
 
 
 def kind_of(case: Case) -> str:

@@ -25,8 +25,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..endpoint.tokenize import detokenize_answer, prompt_token_ids
 from ..outcome import Finding, Outcome, Status
+from ..protocol.tokenize import detokenize_answer, prompt_token_ids
 from .common import excerpt
 from .registry import QUICK, family
 from .renderings import (
@@ -39,9 +39,9 @@ from .renderings import (
 )
 
 if TYPE_CHECKING:
-    from ..cases import Case
+    from ..cases.corpus import Case
     from ..reference.profiles import Profile
-    from ..runner import RunContext
+    from ..run.executor import RunContext
 
 # The fixed conversation counts are compared against.
 ANCHOR = "x"

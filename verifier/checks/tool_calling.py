@@ -31,16 +31,16 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..endpoint.response import ChatResult, Choice
 from ..outcome import Finding, Outcome, Status
+from ..protocol.answers import ChatResult, Choice
 from ..scorecard.stats import rate
 from .common import excerpt, schema_findings, unreadable_findings
 from .registry import family
 from .tool_matching import Call, compare_calls, parse_arguments, signature
 
 if TYPE_CHECKING:
-    from ..cases import Case
-    from ..runner import RunContext
+    from ..cases.corpus import Case
+    from ..run.executor import RunContext
 
 # Not a defect: the answer ran out of max_tokens; alone, it makes the case an error.
 CUT = "max_tokens_reached"

@@ -1,6 +1,6 @@
 """Vision: images reach the model, in order, in every format, fresh, priced by the rule.
 
-Images are made locally with Pillow (verifier/images.py). Codes:
+Images are made locally with Pillow (verifier/reference/images.py). Codes:
 
 - ``answer_mismatch``: the answer does not name what an image shows (a solid colour, a
   large digit: what any vision model gets right, so a miss means the image did not
@@ -26,18 +26,18 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..endpoint.response import ChatResult
 from ..errors import EndpointTimeout
-from ..images import image_part, invalid_part
 from ..outcome import Finding, Outcome, Status
+from ..protocol.answers import ChatResult
 from ..reference.image_tokens import image_tokens
+from ..reference.images import image_part, invalid_part
 from .common import agreement, excerpt, hang_finding, rejection_findings
 from .registry import QUICK, family
 from .wire import shape_findings
 
 if TYPE_CHECKING:
-    from ..cases import Case
-    from ..runner import RunContext
+    from ..cases.corpus import Case
+    from ..run.executor import RunContext
 
 DIGIT_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
 _WORDS = re.compile(r"[a-z0-9]+")
@@ -358,7 +358,7 @@ def cost(case: Case) -> float:
 
 
 def prepare(case: Case) -> None:
-    """Make the case's images (kept by :func:`~verifier.images.image_part`'s cache)."""
+    """Make the case's images (kept by :func:`~verifier.reference.images.image_part`'s cache)."""
     for spec in case.data.get("images", []):
         image_part(spec)
 

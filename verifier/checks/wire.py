@@ -29,16 +29,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import resources
-from ..endpoint.response import ChatResult, Choice
 from ..errors import EndpointTimeout
 from ..outcome import Finding, Outcome, Status
+from ..protocol.answers import ChatResult, Choice
 from .common import excerpt, hang_finding, rejection_findings, unreadable_findings
 from .registry import QUICK, family
 
 if TYPE_CHECKING:
-    from ..cases import Case
+    from ..cases.corpus import Case
     from ..reference.tokenizer import Tokenizer
-    from ..runner import RunContext
+    from ..run.executor import RunContext
 
 # Stream problems (from the accumulator) that are protocol violations, by their own code.
 PROTOCOL_CODES = frozenset(

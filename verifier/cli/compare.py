@@ -10,7 +10,7 @@ from ..compare import InputError, build_comparison, load_input
 from ..compare.model import SignatureState
 from ..render.comparison_html import render_comparison_html
 from ..render.comparison_markdown import render_comparison_markdown
-from ..signing import SignatureError, load_public_key
+from ..scorecard.signing import SignatureError, load_public_key
 
 PROG = "verifier compare"
 

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..reference.profiles import load_profile
-from ..signing import SignatureError, generate_key
+from ..scorecard.signing import SignatureError, generate_key
 from ..simulator.defects import parse_defects
 from ..simulator.server import SimulatorServer
 

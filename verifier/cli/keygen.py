@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .. import signing
+from ..scorecard import signing
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .. import signing
+from ..scorecard import signing
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -11,7 +11,8 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from jsonschema import exceptions as jsonschema_exceptions
 
-from .. import resources, signing
+from .. import resources
+from ..scorecard import signing
 from .model import Signature, SignatureState
 
 ENVELOPE_KEYS = frozenset({"payload", "payloadType", "signatures"})

@@ -1,6 +1,6 @@
 """Measures from scorecard values: rates with their intervals, verdicts, counts.
 
-Numbers are written as the terminal summary writes them (``verifier.report``):
+Numbers are written as the terminal summary writes them (``verifier.render.report``):
 three decimals, the 95% Wilson interval in brackets.
 """
 

@@ -43,9 +43,9 @@ from ..errors import (
     EndpointTimeout,
     EndpointUnreachable,
 )
-from ..redaction import Redactor, redact_url, secret_query_values, split_credentials
-from .response import ChatResult, parse_body, parse_completion
-from .stream import accumulate
+from ..protocol.answers import ChatResult, parse_body, parse_completion
+from ..protocol.stream import accumulate
+from .redaction import Redactor, redact_url, secret_query_values, split_credentials
 from .transcript import Transcript
 
 # Sent when no key is configured: servers without auth ignore it, the SDK needs one.

@@ -14,10 +14,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..errors import ConfigError, EndpointError
-from ..redaction import redact_url
+from ..protocol.answers import ChatResult
+from ..protocol.tokenize import probe_tokenizer_endpoints
 from .client import EndpointClient
-from .response import ChatResult
-from .tokenize import probe_tokenizer_endpoints
+from .redaction import redact_url
 
 # Response headers worth recording because they identify the server software or deployment.
 IDENTIFYING_HEADERS = (
@@ -213,7 +213,7 @@ def probe_chat(client: EndpointClient, model: str, models: tuple[str, ...]) -> C
 
 def probe_vision(client: EndpointClient, model: str) -> bool | None:
     """Does the endpoint take images? One small picture: 200 yes, 4xx no, anything else unknown."""
-    from ..images import image_part
+    from ..reference.images import image_part
 
     part = image_part({"kind": "solid", "color": "red", "size": [16, 16]})
     content = [part, {"type": "text", "text": "What colour is this image?"}]

@@ -7,7 +7,7 @@ import threading
 from pathlib import Path
 from typing import IO, Any
 
-from ..redaction import Redactor
+from .redaction import Redactor
 
 
 class Transcript:

@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..cases import load_corpus
+from ..cases.corpus import load_corpus
 
 
 def request_key(messages: Sequence[Any], tools: Sequence[Mapping[str, Any]]) -> str:

@@ -15,7 +15,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from PIL import Image
 
-from ..images import decode_data_url
+from ..reference.images import decode_data_url
 from .model import MODEL_ID
 
 ROLES = ("system", "developer", "user", "assistant", "tool")

@@ -1,7 +1,7 @@
 """How the simulated vendor sees images and what they cost it.
 
 It decodes the data URLs of the last user message and "sees" each image with
-:func:`verifier.images.describe` (the dominant colour, a digit if one is drawn), so
+:func:`verifier.reference.images.describe` (the dominant colour, a digit if one is drawn), so
 colour and digit questions have answers a correct vendor gives. Prompt tokens of
 images follow an image-token rule: the profile's ``images`` rule, else 32-pixel tiles.
 The vision defects of the catalogue bend what is seen and what is counted.
@@ -17,8 +17,8 @@ from typing import Any
 
 from PIL import Image
 
-from ..images import decode_data_url, describe
 from ..reference.image_tokens import image_tokens
+from ..reference.images import decode_data_url, describe
 from .defects import Defects
 
 DEFAULT_RULE: Mapping[str, Any] = {"rule": "tiles", "tile": 32, "extra_tokens": 2}

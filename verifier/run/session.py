@@ -18,30 +18,30 @@ from typing import Any
 
 import pytest
 
-from . import __version__
+from .. import __version__
+from ..cases.corpus import Case, Corpus, load_corpus
+from ..checks import FAMILIES
+from ..config import FAMILY_NAMES, RunConfig, load_baseline, prepare_out_dir
+from ..endpoint.client import EndpointClient
+from ..endpoint.probe import Capabilities, probe
+from ..endpoint.transcript import Transcript
+from ..errors import ConfigError, SigningError, VerifierError
+from ..outcome import Outcome, Status
+from ..reference.profiles import NO_PROFILE, builtin_names, load_profile, profile_for_model
+from ..render.report import render_outcome, summary_lines
+from ..render.scorecard_markdown import render_scorecard_markdown
+from ..scorecard.build import build_scorecard
+from ..scorecard.gate import evaluate, load_thresholds
+from ..scorecard.gate import summary_lines as gate_lines
+from ..scorecard.provenance import seen_in_transcript
+from ..scorecard.validate import scorecard_json
 from .budget import Budget
 from .budget import summary as budget_summary
 from .budget import summary_lines as budget_lines
-from .cases import Case, Corpus, load_corpus
-from .checks import FAMILIES
-from .config import FAMILY_NAMES, RunConfig, load_baseline, prepare_out_dir
-from .endpoint.client import EndpointClient
-from .endpoint.probe import Capabilities, probe
-from .endpoint.transcript import Transcript
-from .errors import ConfigError, SigningError, VerifierError
-from .gate import evaluate, load_thresholds
-from .gate import summary_lines as gate_lines
+from .executor import RunContext, run_case
 from .journal import FINAL_STATUSES, Journal, JournalContents, read_journal
-from .outcome import Outcome, Status
 from .outdir import OutDir, write_atomic
-from .reference.profiles import NO_PROFILE, builtin_names, load_profile, profile_for_model
-from .render.scorecard_markdown import render_scorecard_markdown
-from .report import render_outcome, summary_lines
-from .runner import RunContext, run_case
 from .schedule import CaseScheduler
-from .scorecard.build import build_scorecard
-from .scorecard.provenance import seen_in_transcript
-from .scorecard.validate import scorecard_json
 
 SESSION_KEY = pytest.StashKey["VerifierSession"]()
 WORKER_INPUT_KEY = "verifier"
@@ -74,7 +74,7 @@ class VerifierSession:
         self.is_worker = hasattr(config, "workerinput")
         self.corpus: Corpus = load_corpus(run.families)
         if run.generated and "structured_output" in run.families:
-            from .checks.schema_strategy import generated_cases
+            from ..cases.generated import generated_cases
 
             extra, digest = generated_cases(run.generated, run.generation_seed)
             self.corpus = self.corpus.extended(extra, "structured_output/generated", digest)
@@ -89,7 +89,7 @@ class VerifierSession:
         # Loaded before any request, so that a wrong key costs nothing.
         self.signing_key = None
         if run.sign_key is not None and not self.is_worker:
-            from .signing import load_private_key
+            from ..scorecard.signing import load_private_key
 
             try:
                 self.signing_key = load_private_key(run.sign_key)
@@ -453,7 +453,7 @@ class VerifierSession:
         write_atomic(self.out.scorecard, scorecard_json(card))
         write_atomic(self.out.summary, render_scorecard_markdown(card).encode("utf-8"))
         if self.signing_key is not None:
-            from .signing import sign_statement, statement
+            from ..scorecard.signing import sign_statement, statement
 
             signed = statement(card, transcript_sha256=sha, corpus_sha256=card["corpus"]["digest"])
             write_atomic(self.out.signed, sign_statement(signed, self.signing_key))

@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 SCHEMA_VERSION = 1
 # Outcomes that resume keeps; an error is run again.

@@ -14,8 +14,8 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .outcome import Status
-from .scorecard.stats import wilson_interval
+from ..outcome import Status
+from ..scorecard.stats import wilson_interval
 
 MODES = ("full", "auto")
 

@@ -6,8 +6,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from .cases import Case
-from .outcome import Finding, Outcome, Status
+from ..cases.corpus import Case
+from ..outcome import Finding, Outcome, Status
 
 MAX_FINDINGS_SHOWN = 8
 

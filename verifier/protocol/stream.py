@@ -18,7 +18,7 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from .response import ChatResult, Choice, Problem, ToolCall, logprob_entries, reasoning_of
+from .answers import ChatResult, Choice, Problem, ToolCall, logprob_entries, reasoning_of
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -16,8 +16,8 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .client import EndpointClient
-from .response import ChatResult
+from ..endpoint.client import EndpointClient
+from .answers import ChatResult
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 THRESHOLDS: dict[str, type | tuple[type, ...]] = {
     # Share of graded cases that passed (the point estimate; the interval is reported beside).

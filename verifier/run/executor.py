@@ -5,17 +5,17 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from .cases import Case
-from .checks import FAMILIES
-from .checks.wire import shape_findings
-from .config import TEMPERATURE
-from .endpoint.client import EndpointClient
-from .endpoint.probe import Capabilities
-from .endpoint.response import ChatResult
-from .endpoint.tokenize import TokenizerEndpoints
-from .errors import EndpointError
-from .outcome import Outcome, Status
-from .reference.profiles import Profile
+from ..cases.corpus import Case
+from ..checks import FAMILIES
+from ..checks.wire import shape_findings
+from ..config import TEMPERATURE
+from ..endpoint.client import EndpointClient
+from ..endpoint.probe import Capabilities
+from ..errors import EndpointError
+from ..outcome import Outcome, Status
+from ..protocol.answers import ChatResult
+from ..protocol.tokenize import TokenizerEndpoints
+from ..reference.profiles import Profile
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

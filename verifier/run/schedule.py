@@ -14,15 +14,15 @@ import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from .cases import Case
-from .outcome import Outcome
+from ..cases.corpus import Case
+from ..outcome import Outcome
 
 
 class CaseScheduler:
     """Runs cases on up to `concurrency` threads, in the order they are announced.
 
     Args:
-        run: runs and grades one case (:func:`verifier.runner.run_case` with the context).
+        run: runs and grades one case (:func:`verifier.run.executor.run_case` with the context).
         concurrency: cases in flight at once; 1 runs each case when pytest asks for it.
     """
 

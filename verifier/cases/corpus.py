@@ -11,8 +11,8 @@ from typing import Any
 
 from jsonschema import exceptions as jsonschema_exceptions
 
-from . import resources
-from .errors import CaseDataError
+from .. import resources
+from ..errors import CaseDataError
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

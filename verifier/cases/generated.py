@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
-from ..cases import Case
+from .corpus import Case
 
 PATTERNS = (
     "^[A-Z]{3}$",

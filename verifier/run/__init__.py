@@ -1,0 +1,1 @@
+"""Running a verification: session hooks, executor, scheduler, budget, journal, output."""
