@@ -6,7 +6,7 @@ import copy
 from typing import Any
 
 from verifier.scorecard.build import verdict
-from verifier.scorecard.stats import rate, wilson_interval
+from verifier.stats import rate, wilson_interval
 
 FAMILIES = ("tool_calling", "structured_output", "chat_template", "tokenizer", "vision", "wire")
 

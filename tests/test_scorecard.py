@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import with_userinfo
 from verifier.scorecard.build import build_scorecard, verdict
-from verifier.scorecard.stats import wilson_interval
+from verifier.stats import wilson_interval
 from verifier.scorecard.validate import scorecard_json
 
 

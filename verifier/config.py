@@ -19,6 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from .endpoint.redaction import redact_url
 from .errors import ConfigError
+from .protocol.requests import TEMPERATURE
 
 FAMILY_NAMES = (
     "tool_calling",
@@ -29,8 +30,6 @@ FAMILY_NAMES = (
     "wire",
 )
 
-# Every check samples at temperature 0 unless it says otherwise (seed checks sample above it).
-TEMPERATURE = 0
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 

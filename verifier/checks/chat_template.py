@@ -27,13 +27,15 @@ listed with it.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..outcome import Finding, Outcome, Status
+from ..outcome import Finding, Outcome
+from ..protocol.answers import ChatResult
+from ..protocol.requests import Chat, Exchange, Post
 from ..protocol.tokenize import apply_template, prompt_token_ids, tokenize_text
 from ..reference.template import TemplateError
-from .common import agreement, excerpt
+from .common import agreement, excerpt, unsupported
 from .registry import family
 from .renderings import (
     Conversation,
@@ -51,7 +53,7 @@ from .renderings import (
 if TYPE_CHECKING:
     from ..cases.corpus import Case
     from ..reference.profiles import Profile
-    from ..run.executor import RunContext
+    from .registry import RunContext
 
 Observations = Sequence[tuple[Conversation, Observed]]
 _COUNT = "$.usage.prompt_tokens"
@@ -176,11 +178,13 @@ def rendering_findings(local: str, served: str) -> list[Finding]:
     ]
 
 
-def _prompt_tokens(ctx: RunContext, case: Case, conversation: Conversation, name: str) -> int:
-    body = ctx.request(case, messages=list(conversation.messages), max_tokens=1)
+def _prompt_tokens(
+    ctx: RunContext, conversation: Conversation, name: str
+) -> Generator[Chat, ChatResult, int]:
+    body = ctx.request(messages=list(conversation.messages), max_tokens=1)
     if conversation.tools:
         body["tools"] = list(conversation.tools)
-    result = ctx.send(case, body, stream=False, name=name)
+    result = yield Chat(body, name)
     if not result.ok:
         raise _Rejected(result.status, result.error_object)
     value = (result.usage or {}).get("prompt_tokens")
@@ -190,15 +194,14 @@ def _prompt_tokens(ctx: RunContext, case: Case, conversation: Conversation, name
 
 
 def _observe(
-    ctx: RunContext, case: Case, conversation: Conversation, count: int, name: str, *, full: bool
-) -> Observed:
+    ctx: RunContext, conversation: Conversation, count: int, name: str, *, full: bool
+) -> Generator[Chat | Post, ChatResult, Observed]:
     """What the endpoint says of a conversation: its count, and with `full`, ids and text too."""
     endpoints = ctx.endpoints
-    label = f"{case.key}#{name}"
     text = None
     if endpoints.apply_template:
-        text = apply_template(
-            ctx.client, conversation.messages, tools=conversation.tools, label=f"{label}/template"
+        text = yield from apply_template(
+            conversation.messages, tools=conversation.tools, name=f"{name}/template"
         )
     if not full or endpoints.method == "prompt_tokens":
         return Observed(count, None, text)
@@ -206,16 +209,15 @@ def _observe(
         ids = (
             None
             if text is None
-            else tokenize_text(ctx.client, text, parse_special=True, label=f"{label}/tokenize")
+            else (yield from tokenize_text(text, parse_special=True, name=f"{name}/tokenize"))
         )
     else:
-        ids, _ = prompt_token_ids(
-            ctx.client,
+        ids, _ = yield from prompt_token_ids(
             ctx.model,
             endpoints,
             conversation.messages,
             tools=conversation.tools,
-            label=f"{label}/ids",
+            name=f"{name}/ids",
         )
     # /apply-template + /tokenize imitates generation, which it cannot always do (the route
     # parses every special token's text as one): its ids are evidence only when their count
@@ -233,12 +235,6 @@ class _Rejected(Exception):
 
 class _NoUsage(Exception):
     """The answer has no usage.prompt_tokens."""
-
-
-def _unsupported(message: str, **metrics: Any) -> Outcome:
-    return Outcome(
-        Status.UNSUPPORTED, code="unsupported", message=f"unsupported: {message}", metrics=metrics
-    )
 
 
 def summarize(
@@ -277,43 +273,61 @@ def cost(case: Case) -> float:
     return 2.0 if "baseline" in case.data else 1.0
 
 
-@family("chat_template", summarize=summarize, cost=cost)
-def run(case: Case, ctx: RunContext) -> Outcome:
-    """usage.prompt_tokens against the reference, absolute and by differences; the rendering."""
-    profile = ctx.profile
-    if profile is None:
-        return _unsupported("needs a reference profile (--profile)")
+def _conversations(case: Case) -> list[Conversation]:
+    """The case's conversation, and the baseline it is compared with by differences."""
     data = case.data
     conversations = [Conversation(data["messages"], data.get("tools"))]
     if "baseline" in data:
         conversations.append(
             Conversation(data["baseline"]["messages"], data["baseline"].get("tools"))
         )
+    return conversations
+
+
+def _counts(
+    ctx: RunContext, profile: Profile, conversations: Sequence[Conversation]
+) -> Generator[Chat, ChatResult, tuple[list[int], list[int]] | Outcome]:
+    """The reference's and the endpoint's prompt_tokens of each conversation, or why not."""
     try:
         expected = [len(reference(profile, c).ids) for c in conversations]
-        counts = [
-            _prompt_tokens(ctx, case, c, name) for c, name in zip(conversations, "ba", strict=False)
-        ]
+        counts = []
+        for conversation, name in zip(conversations, "ba", strict=False):
+            counts.append((yield from _prompt_tokens(ctx, conversation, name)))
     except TemplateError as exc:
-        return _unsupported(f"the profile's template cannot render this conversation: {exc}")
-    except _Rejected as rejected:
-        return _unsupported(
-            f"the conversation was rejected with HTTP {rejected.status}: "
-            f"{rejected.error.get('message', '')!s:.200}"
+        return unsupported(f"the profile's template cannot render this conversation: {exc}", {})
+    except _Rejected as refused:
+        return unsupported(
+            f"the conversation was rejected with HTTP {refused.status}: "
+            f"{refused.error.get('message', '')!s:.200}",
+            {},
         )
     except _NoUsage:
-        return _unsupported("the answer has no usage.prompt_tokens")
+        return unsupported("the answer has no usage.prompt_tokens", {})
+    return expected, counts
+
+
+@family("chat_template", summarize=summarize, cost=cost)
+def run(case: Case, ctx: RunContext) -> Exchange:
+    """usage.prompt_tokens against the reference, absolute and by differences; the rendering."""
+    profile = ctx.profile
+    if profile is None:
+        return unsupported("needs a reference profile (--profile)", {})
+    conversations = _conversations(case)
+    counted = yield from _counts(ctx, profile, conversations)
+    if isinstance(counted, Outcome):
+        return counted
+    expected, counts = counted
     deltas = {counts[0] - c for c in counts[1:]} != {expected[0] - e for e in expected[1:]}
     off = counts[0] != expected[0] or deltas
-    observed = [
-        (c, _observe(ctx, case, c, n, name, full=off))
-        for c, n, name in zip(conversations, counts, "ba", strict=False)
-        if name == "b" or off
-    ]
-    findings = grade(profile, data["probe"], observed)
+    observed = []
+    for conversation, count, name in zip(conversations, counts, "ba", strict=False):
+        if name == "b" or off:
+            seen = yield from _observe(ctx, conversation, count, name, full=off)
+            observed.append((conversation, seen))
+    findings = grade(profile, case.data["probe"], observed)
     metrics = {
         "requests": len(ctx.observed),
-        "probe": data["probe"],
+        "probe": case.data["probe"],
         "expected": expected[0],
         "actual": counts[0],
         "offset": counts[0] - expected[0],

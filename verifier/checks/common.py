@@ -13,9 +13,9 @@ from jsonschema import Draft202012Validator
 from jsonschema.validators import validator_for
 
 from ..errors import EndpointTimeout
-from ..outcome import Finding
+from ..outcome import Finding, Outcome, Status
 from ..protocol.answers import ChatResult
-from ..scorecard.stats import rate
+from ..stats import rate
 
 # How many disagreeing cases a baseline comparison lists.
 SHOWN_DISAGREEMENTS = 10
@@ -225,3 +225,25 @@ def rejection_findings(
             )
         ]
     return []
+
+
+def unsupported(message: str, metrics: Mapping[str, Any]) -> Outcome:
+    """The case does not apply to this endpoint or profile; `message` says why."""
+    return Outcome(
+        Status.UNSUPPORTED,
+        code="unsupported",
+        message=f"unsupported: {message}",
+        metrics=dict(metrics),
+    )
+
+
+def rejected(what: str, result: ChatResult, metrics: Mapping[str, Any]) -> Outcome:
+    """A valid request for `what` was declined: unsupported here, in the server's words."""
+    error = result.error_object or {}
+    return Outcome(
+        Status.UNSUPPORTED,
+        code="rejected",
+        message=f"unsupported: {what} rejected with HTTP {result.status}: "
+        f"{error.get('message') or result.body!s:.200}",
+        metrics=dict(metrics),
+    )

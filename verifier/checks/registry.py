@@ -1,17 +1,24 @@
-"""The registry of check families: one entry per family, keyed by its name."""
+"""The registry of check families, keyed by name, and the context a family's ``run`` reads.
+
+A family's ``run(case, ctx)`` is an exchange (:mod:`verifier.protocol.requests`): a generator
+that yields the requests it needs, receives each answer before deciding the next, and returns
+the case's :class:`~verifier.outcome.Outcome`. It sends nothing itself: the executor in
+:mod:`verifier.run.executor` does.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from ..cases.corpus import Case
-    from ..outcome import Outcome
-    from ..run.executor import RunContext
+from ..cases.corpus import Case
+from ..protocol.answers import ChatResult
+from ..protocol.requests import TEMPERATURE, Exchange
+from ..protocol.tokenize import TokenizerEndpoints
+from ..reference.profiles import Profile
 
-RunFunction = Callable[["Case", "RunContext"], "Outcome"]
+RunFunction = Callable[[Case, "RunContext"], Exchange]
 CaseCheck = Callable[["Case"], None]
 # A case's expected time for one run, in requests the endpoint answers by generating, for
 # starting the longest cases first.
@@ -30,7 +37,7 @@ class Family:
 
     Args:
         name: the family's name (its case folder, marker and scorecard key).
-        run: sends the case's requests through the context and grades them.
+        run: yields the case's requests, reads their answers, returns the graded outcome.
         default_repeats: how many times a case runs when ``--repeats`` is not given.
         check_case: extra validation of a loaded case beyond its JSON Schema
             (raises CaseDataError); None when the schema says it all.
@@ -95,7 +102,7 @@ def family(
     cost: Cost | None = None,
     prepare: Prepare | None = None,
 ) -> Callable[[RunFunction], RunFunction]:
-    """Register the decorated ``run(case, ctx)`` function as the family `name`."""
+    """Register the decorated ``run(case, ctx)`` exchange as the family `name`."""
 
     def decorate(run: RunFunction) -> RunFunction:
         FAMILIES.register(
@@ -113,3 +120,40 @@ def family(
         return run
 
     return decorate
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RunContext:
+    """What a family's ``run(case, ctx)`` may read: the run's settings and what the probe found.
+
+    Args:
+        model: the model under test.
+        seed: the seed sent with every sampling request.
+        repeats: ``--repeats``, or None for the family's default.
+        profile: the reference model profile (``--profile``), or None.
+        stop_early: ``--budget auto``: a case stops repeating once it is known to fail.
+        endpoints: the tokenizer endpoints the probe found (none when it did not look).
+        vision: the probe's finding on images (see ``Capabilities.vision``).
+        observed: every answer the current case got, recorded by the executor (for the
+            shape checks that run on all families, and request counts); the executor gives
+            each case a fresh list.
+    """
+
+    model: str
+    seed: int
+    repeats: int | None = None
+    profile: Profile | None = None
+    stop_early: bool = False
+    endpoints: TokenizerEndpoints = TokenizerEndpoints()
+    vision: bool | None = None
+    observed: list[ChatResult] = dataclasses.field(default_factory=list)
+
+    def repeats_for(self, family: str) -> int:
+        """How many times a case of `family` runs."""
+        return self.repeats if self.repeats is not None else FAMILIES[family].default_repeats
+
+    def request(self, **fields: Any) -> dict[str, Any]:
+        """A chat request: model, deterministic sampling, then `fields`."""
+        body: dict[str, Any] = {"model": self.model, "temperature": TEMPERATURE, "seed": self.seed}
+        body.update(fields)
+        return body

@@ -34,11 +34,13 @@ from jsonschema import exceptions as jsonschema_exceptions
 from ..errors import CaseDataError, EndpointTimeout
 from ..outcome import Finding, Outcome, Status
 from ..protocol.answers import ChatResult
-from ..scorecard.stats import rate
+from ..protocol.requests import Chat, Exchange
+from ..stats import rate
 from .common import (
     excerpt,
     hang_finding,
     parse_json_output,
+    rejected,
     rejection_findings,
     schema_findings,
     unreadable_findings,
@@ -47,7 +49,7 @@ from .registry import QUICK, family
 
 if TYPE_CHECKING:
     from ..cases.corpus import Case
-    from ..run.executor import RunContext
+    from .registry import RunContext
 
 
 def kind_of(case: Case) -> str:
@@ -152,7 +154,6 @@ def malformed_findings(result: ChatResult, attempt: str) -> list[Finding]:
 def _request(case: Case, ctx: RunContext) -> dict[str, Any]:
     data = case.data
     return ctx.request(
-        case,
         messages=data["messages"],
         response_format=data["response_format"],
         max_tokens=data.get("max_tokens", 512),
@@ -165,12 +166,10 @@ def _violated(findings: Iterable[Finding]) -> list[str]:
     )
 
 
-def _run_malformed(case: Case, ctx: RunContext) -> Outcome:
+def _run_malformed(case: Case, ctx: RunContext) -> Exchange:
     metrics: dict[str, Any] = {"requests": 1, "keyword": case.data["keyword"], "kind": "malformed"}
     try:
-        result = ctx.send(
-            case, _request(case, ctx), stream=False, name="malformed", keep_persistent_5xx=True
-        )
+        result = yield Chat(_request(case, ctx), "malformed", keep_persistent_5xx=True)
     except EndpointTimeout as exc:
         hang = hang_finding(exc, "a malformed response_format", "malformed_format")
         return Outcome.from_findings([hang], metrics=metrics)
@@ -258,11 +257,31 @@ def cost(case: Case) -> float:
     return QUICK if kind_of(case) == "malformed" else 1.0
 
 
+def _evidence(result: ChatResult, name: str) -> dict[str, Any]:
+    choice = result.choice
+    return {
+        "attempt": name,
+        "content": excerpt(choice.content if choice else None),
+        "finish_reason": choice.finish_reason if choice else None,
+    }
+
+
+def _cut_outcome(cut: int, repeats: int, metrics: Mapping[str, Any]) -> Outcome:
+    return Outcome(
+        Status.ERROR,
+        code="max_tokens_reached",
+        message=f"{cut} of {repeats} answers stopped at max_tokens (finish_reason length) "
+        "before the JSON closed: enforcement cannot be judged; give the case a larger "
+        "max_tokens",
+        metrics=metrics,
+    )
+
+
 @family("structured_output", check_case=check_case, summarize=summarize, cost=cost)
-def run(case: Case, ctx: RunContext) -> Outcome:
+def run(case: Case, ctx: RunContext) -> Exchange:
     """JSON Schema-constrained output: parsed strictly and validated with jsonschema."""
     if kind_of(case) == "malformed":
-        return _run_malformed(case, ctx)
+        return (yield from _run_malformed(case, ctx))
     data = case.data
     stream = bool(data.get("stream", False))
     request = _request(case, ctx)
@@ -273,32 +292,17 @@ def run(case: Case, ctx: RunContext) -> Outcome:
     base = {"keyword": data["keyword"], "kind": kind_of(case), "mode": mode_of(case)}
     for number in range(1, repeats + 1):
         name = f"{'stream' if stream else 'non-stream'}-{number}"
-        result = ctx.send(case, request, stream=stream, name=name)
+        result = yield Chat(request, name, stream=stream)
         if not result.ok:
-            error = result.error_object or {}
-            reason = error.get("message") if isinstance(error, dict) else None
-            return Outcome(
-                Status.UNSUPPORTED,
-                code="rejected",
-                message=f"unsupported: response_format rejected with HTTP {result.status}: "
-                f"{reason or result.body!s:.200}",
-                metrics={**base, "requests": number, "accepted": False},
-            )
+            metrics = {**base, "requests": number, "accepted": False}
+            return rejected("response_format", result, metrics)
         if cut_by_max_tokens(case, result):
             cut += 1
             continue
         found = list(output_findings(case, result, name))
-        if found:
-            findings.extend(found)
-            if not evidence:
-                choice = result.choice
-                evidence = {
-                    "attempt": name,
-                    "content": excerpt(choice.content if choice else None),
-                    "finish_reason": choice.finish_reason if choice else None,
-                }
-        else:
-            valid += 1
+        findings.extend(found)
+        evidence = evidence or (_evidence(result, name) if found else {})
+        valid += not found
     metrics = {
         **base,
         "requests": repeats,
@@ -307,12 +311,5 @@ def run(case: Case, ctx: RunContext) -> Outcome:
         "violated": _violated(findings),
     }
     if cut and not findings:
-        return Outcome(
-            Status.ERROR,
-            code="max_tokens_reached",
-            message=f"{cut} of {repeats} answers stopped at max_tokens (finish_reason length) "
-            "before the JSON closed: enforcement cannot be judged; give the case a larger "
-            "max_tokens",
-            metrics=metrics,
-        )
+        return _cut_outcome(cut, repeats, metrics)
     return Outcome.from_findings(findings, metrics=metrics, evidence=evidence)

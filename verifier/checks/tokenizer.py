@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..outcome import Finding, Outcome, Status
+from ..outcome import Finding, Outcome
+from ..protocol.answers import ChatResult
+from ..protocol.requests import Chat, Exchange
 from ..protocol.tokenize import detokenize_answer, prompt_token_ids
-from .common import excerpt
+from .common import excerpt, unsupported
 from .registry import QUICK, family
 from .renderings import (
     Conversation,
@@ -41,7 +43,7 @@ from .renderings import (
 if TYPE_CHECKING:
     from ..cases.corpus import Case
     from ..reference.profiles import Profile
-    from ..run.executor import RunContext
+    from .registry import RunContext
 
 # The fixed conversation counts are compared against.
 ANCHOR = "x"
@@ -114,64 +116,51 @@ def count_findings(profile: Profile, text: str, count: int, anchor: int) -> list
     ]
 
 
-def _prompt_tokens(ctx: RunContext, case: Case, text: str, name: str) -> int | None:
-    body = ctx.request(case, messages=[{"role": "user", "content": text}], max_tokens=1)
-    result = ctx.send(case, body, stream=False, name=name)
+def _prompt_tokens(
+    ctx: RunContext, text: str, name: str
+) -> Generator[Chat, ChatResult, int | None]:
+    body = ctx.request(messages=[{"role": "user", "content": text}], max_tokens=1)
+    result = yield Chat(body, name)
     value = (result.usage or {}).get("prompt_tokens") if result.ok else None
     return value if isinstance(value, int) else None
 
 
-def _unsupported(message: str, **metrics: Any) -> Outcome:
-    return Outcome(
-        Status.UNSUPPORTED, code="unsupported", message=f"unsupported: {message}", metrics=metrics
-    )
-
-
-def _by_counts(ctx: RunContext, case: Case, profile: Profile, text: str) -> list[Finding] | None:
+def _by_counts(
+    ctx: RunContext, profile: Profile, text: str
+) -> Generator[Chat, ChatResult, list[Finding] | None]:
     """Generation judged by differences of usage.prompt_tokens; None without usage."""
-    count = _prompt_tokens(ctx, case, text, "count")
-    anchor = _prompt_tokens(ctx, case, ANCHOR, "anchor")
+    count = yield from _prompt_tokens(ctx, text, "count")
+    anchor = yield from _prompt_tokens(ctx, ANCHOR, "anchor")
     if count is None or anchor is None:
         return None
     return count_findings(profile, text, count, anchor)
 
 
-def _run_ids(case: Case, ctx: RunContext, profile: Profile) -> Outcome:
+def _run_ids(case: Case, ctx: RunContext, profile: Profile) -> Exchange:
     text = case.data["text"]
     endpoints = ctx.endpoints
     metrics: dict[str, Any] = {"category": case.data["category"]}
     if endpoints.method == "prompt_tokens":
-        found = _by_counts(ctx, case, profile, text)
+        found = yield from _by_counts(ctx, profile, text)
         if found is None:
-            return _unsupported("no tokenizer endpoint and no usage.prompt_tokens")
+            return unsupported("no tokenizer endpoint and no usage.prompt_tokens", {})
         metrics.update(requests=len(ctx.observed), method="prompt_tokens")
         return Outcome.from_findings(found, metrics=metrics)
     messages = [{"role": "user", "content": text}]
-    ids, method = prompt_token_ids(
-        ctx.client, ctx.model, endpoints, messages, label=f"{case.key}#ids"
-    )
+    ids, method = yield from prompt_token_ids(ctx.model, endpoints, messages, name="ids")
     if ids is None:
-        return _unsupported(f"the {method} endpoint gave no ids for this text")
-    counted = None if method == "return_token_ids" else _prompt_tokens(ctx, case, text, "usage")
+        return unsupported(f"the {method} endpoint gave no ids for this text", {})
+    counted = None
+    if method != "return_token_ids":
+        counted = yield from _prompt_tokens(ctx, text, "usage")
     findings: list[Finding] = []
     if counted is None or counted == len(ids):
         findings = id_findings(profile, text, ids)
     else:
         # The ids are not generation's: generation is judged by differences of its counts,
         # in which an offset every prompt shares (a hidden system prompt) cancels.
-        findings = _by_counts(ctx, case, profile, text) or []
-        expected = reference(profile, _conversation(text)).ids
-        if method == "tokenize_messages" and tuple(ids) != expected:
-            # /tokenize with messages claims the generation path's ids.
-            findings.append(
-                Finding(
-                    "tokenize_endpoint_disagrees",
-                    f"/tokenize gives {len(ids)} ids, not the reference's {len(expected)}, "
-                    f"and generation counts usage.prompt_tokens {counted}",
-                    expected=len(expected),
-                    actual=len(ids),
-                )
-            )
+        findings = (yield from _by_counts(ctx, profile, text)) or []
+        findings += _tokenize_route_findings(profile, text, ids, method, counted)
     metrics.update(
         requests=len(ctx.observed),
         method=method,
@@ -180,18 +169,36 @@ def _run_ids(case: Case, ctx: RunContext, profile: Profile) -> Outcome:
     return Outcome.from_findings(findings, metrics=metrics)
 
 
-def _run_detokenize(case: Case, ctx: RunContext, profile: Profile) -> Outcome:
+def _tokenize_route_findings(
+    profile: Profile, text: str, ids: Sequence[int], method: str, counted: int
+) -> list[Finding]:
+    """/tokenize with messages claims the generation path's ids: it must give the reference's."""
+    expected = reference(profile, _conversation(text)).ids
+    if method != "tokenize_messages" or tuple(ids) == expected:
+        return []
+    return [
+        Finding(
+            "tokenize_endpoint_disagrees",
+            f"/tokenize gives {len(ids)} ids, not the reference's {len(expected)}, "
+            f"and generation counts usage.prompt_tokens {counted}",
+            expected=len(expected),
+            actual=len(ids),
+        )
+    ]
+
+
+def _run_detokenize(case: Case, ctx: RunContext, profile: Profile) -> Exchange:
     if not ctx.endpoints.detokenize:
-        return _unsupported("the endpoint has no /detokenize")
+        return unsupported("the endpoint has no /detokenize", {})
     text = case.data["text"]
-    back, answer = detokenize_answer(
-        ctx.client, profile.tokenizer.encode_ordinary(text), label=f"{case.key}#detokenize"
+    back, answer = yield from detokenize_answer(
+        profile.tokenizer.encode_ordinary(text), name="detokenize"
     )
     # The route answered the probe, so a 4xx refusing the model's own ids is the finding
     # (a vocabulary that lacks them), not a missing feature.
     refused = back is None and 400 <= answer.status < 500 and answer.status != 404
     if back is None and not refused:
-        return _unsupported("/detokenize gave no text")
+        return unsupported("/detokenize gave no text", {})
     findings: list[Finding] = []
     if refused:
         findings.append(
@@ -240,11 +247,11 @@ def cost(case: Case) -> float:
 
 
 @family("tokenizer", summarize=summarize, cost=cost)
-def run(case: Case, ctx: RunContext) -> Outcome:
+def run(case: Case, ctx: RunContext) -> Exchange:
     """Token ids and detokenize round trips against the reference tokenizer."""
     profile = ctx.profile
     if profile is None:
-        return _unsupported("needs a reference profile (--profile)")
+        return unsupported("needs a reference profile (--profile)", {})
     if case.data.get("check") == "detokenize":
-        return _run_detokenize(case, ctx, profile)
-    return _run_ids(case, ctx, profile)
+        return (yield from _run_detokenize(case, ctx, profile))
+    return (yield from _run_ids(case, ctx, profile))

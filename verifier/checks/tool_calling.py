@@ -1,7 +1,7 @@
 """Tool calling: validity, tool_choice contracts, streaming invariants, determinism, accuracy.
 
 A case fails on a **defect**: something no correct serving layer does, whatever
-the model. Codes, in grading order:
+the model. Codes, by kind:
 
 - ``malformed_response``, ``invalid_json``, ``unknown_tool``, ``schema_mismatch``
   (JSON Schema 2020-12 against the declared parameters), ``bad_call_id`` (missing,
@@ -26,21 +26,23 @@ never counted as "no call".
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..outcome import Finding, Outcome, Status
-from ..protocol.answers import ChatResult, Choice
-from ..scorecard.stats import rate
-from .common import excerpt, schema_findings, unreadable_findings
+from ..protocol.answers import ChatResult, Choice, ToolCall
+from ..protocol.requests import Chat, Exchange
+from ..stats import rate
+from .common import excerpt, rejected, schema_findings, unreadable_findings
 from .registry import family
 from .tool_matching import Call, compare_calls, parse_arguments, signature
 
 if TYPE_CHECKING:
     from ..cases.corpus import Case
-    from ..run.executor import RunContext
+    from .registry import RunContext
 
 # Not a defect: the answer ran out of max_tokens; alone, it makes the case an error.
 CUT = "max_tokens_reached"
@@ -105,103 +107,11 @@ def validity_findings(case: Case, result: ChatResult, attempt: str) -> list[Find
     if choice is None:
         return [Finding("malformed_response", "the answer has no choice", attempt=attempt)]
     findings: list[Finding] = []
-    known = tool_names(case)
     ids = [call.id for call in choice.tool_calls]
     for position, call in enumerate(choice.tool_calls):
-        where = f"$.choices[0].message.tool_calls[{position}]"
-        if not call.id:
-            findings.append(
-                Finding("bad_call_id", f"tool call {position} has no id", where, attempt=attempt)
-            )
-        elif ids.count(call.id) > 1:
-            findings.append(
-                Finding(
-                    "bad_call_id",
-                    f"tool call id {call.id!r} is used more than once",
-                    where,
-                    attempt=attempt,
-                )
-            )
-        if call.type != "function":
-            findings.append(
-                Finding(
-                    "bad_call_type",
-                    f"tool call {position} has type {call.type!r}, not 'function'",
-                    where,
-                    attempt=attempt,
-                )
-            )
-        if call.name not in known:
-            findings.append(
-                Finding(
-                    "unknown_tool",
-                    f"call to {call.name!r}, which is not among {known}",
-                    where,
-                    expected=known,
-                    actual=call.name,
-                    attempt=attempt,
-                )
-            )
-            continue
-        arguments = parse_arguments(call.arguments)
-        if arguments is None and choice.finish_reason == "length":
-            findings.append(
-                Finding(
-                    CUT,
-                    f"arguments of {call.name!r} stop at max_tokens (finish_reason length): "
-                    "validity cannot be judged; give the case a larger max_tokens",
-                    f"{where}.function.arguments",
-                    attempt=attempt,
-                )
-            )
-            continue
-        if arguments is None:
-            findings.append(
-                Finding(
-                    "invalid_json",
-                    f"arguments of {call.name!r} are not JSON: "
-                    f"{excerpt(call.arguments or '', 120)!r}",
-                    f"{where}.function.arguments",
-                    actual=call.arguments,
-                    attempt=attempt,
-                )
-            )
-            continue
-        findings.extend(
-            schema_findings(
-                parameters_of(case, call.name),
-                arguments,
-                code="schema_mismatch",
-                attempt=attempt,
-                prefix=f"{where}.function.arguments",
-            )
-        )
-    has_calls = bool(choice.tool_calls)
-    # A call cut by max_tokens ends with "length"; a stream's missing reason has its own code.
-    exempt = {"length"} | ({None} if result.stream else set())
-    if has_calls != (choice.finish_reason == "tool_calls") and choice.finish_reason not in exempt:
-        findings.append(
-            Finding(
-                "finish_reason_mismatch",
-                f"finish_reason is {choice.finish_reason!r} "
-                f"with {len(choice.tool_calls)} tool call(s)",
-                "$.choices[0].finish_reason",
-                expected="tool_calls" if has_calls else "not tool_calls",
-                actual=choice.finish_reason,
-                attempt=attempt,
-            )
-        )
-    if choice.content and MARKERS.search(choice.content):
-        marker = MARKERS.search(choice.content)
-        findings.append(
-            Finding(
-                "markers_in_content",
-                f"tool-call markup {marker.group(0) if marker else ''!r} in content",
-                "$.choices[0].message.content",
-                actual=excerpt(choice.content, 200),
-                attempt=attempt,
-            )
-        )
+        findings += call_findings(case, call, position, ids, choice.finish_reason, attempt)
+    findings += finish_findings(choice, stream=result.stream, attempt=attempt)
+    findings += marker_findings(choice, attempt)
     findings.extend(
         Finding(problem.code, problem.message, problem.where, attempt=attempt)
         for problem in result.problems
@@ -209,6 +119,125 @@ def validity_findings(case: Case, result: ChatResult, attempt: str) -> list[Find
     )
     findings.extend(contract_findings(case, choice, attempt))
     return findings
+
+
+def call_findings(
+    case: Case,
+    call: ToolCall,
+    position: int,
+    ids: Sequence[str | None],
+    finish_reason: str | None,
+    attempt: str,
+) -> list[Finding]:
+    """One tool call: its id and type, a known tool, arguments that are JSON and fit (pure)."""
+    where = f"$.choices[0].message.tool_calls[{position}]"
+    findings: list[Finding] = []
+    if not call.id:
+        findings.append(
+            Finding("bad_call_id", f"tool call {position} has no id", where, attempt=attempt)
+        )
+    elif ids.count(call.id) > 1:
+        findings.append(
+            Finding(
+                "bad_call_id",
+                f"tool call id {call.id!r} is used more than once",
+                where,
+                attempt=attempt,
+            )
+        )
+    if call.type != "function":
+        findings.append(
+            Finding(
+                "bad_call_type",
+                f"tool call {position} has type {call.type!r}, not 'function'",
+                where,
+                attempt=attempt,
+            )
+        )
+    return findings + argument_findings(case, call, where, finish_reason, attempt)
+
+
+def argument_findings(
+    case: Case, call: ToolCall, where: str, finish_reason: str | None, attempt: str
+) -> list[Finding]:
+    """A call to a known tool, with JSON arguments that fit its parameters schema (pure)."""
+    known = tool_names(case)
+    if call.name not in known:
+        return [
+            Finding(
+                "unknown_tool",
+                f"call to {call.name!r}, which is not among {known}",
+                where,
+                expected=known,
+                actual=call.name,
+                attempt=attempt,
+            )
+        ]
+    arguments = parse_arguments(call.arguments)
+    if arguments is None and finish_reason == "length":
+        return [
+            Finding(
+                CUT,
+                f"arguments of {call.name!r} stop at max_tokens (finish_reason length): "
+                "validity cannot be judged; give the case a larger max_tokens",
+                f"{where}.function.arguments",
+                attempt=attempt,
+            )
+        ]
+    if arguments is None:
+        return [
+            Finding(
+                "invalid_json",
+                f"arguments of {call.name!r} are not JSON: {excerpt(call.arguments or '', 120)!r}",
+                f"{where}.function.arguments",
+                actual=call.arguments,
+                attempt=attempt,
+            )
+        ]
+    return list(
+        schema_findings(
+            parameters_of(case, call.name),
+            arguments,
+            code="schema_mismatch",
+            attempt=attempt,
+            prefix=f"{where}.function.arguments",
+        )
+    )
+
+
+def finish_findings(choice: Choice, *, stream: bool, attempt: str) -> list[Finding]:
+    """finish_reason is ``tool_calls`` exactly when the answer makes calls (pure)."""
+    has_calls = bool(choice.tool_calls)
+    # A call cut by max_tokens ends with "length"; a stream's missing reason has its own code.
+    exempt = {"length"} | ({None} if stream else set())
+    if has_calls == (choice.finish_reason == "tool_calls") or choice.finish_reason in exempt:
+        return []
+    return [
+        Finding(
+            "finish_reason_mismatch",
+            f"finish_reason is {choice.finish_reason!r} with {len(choice.tool_calls)} tool call(s)",
+            "$.choices[0].finish_reason",
+            expected="tool_calls" if has_calls else "not tool_calls",
+            actual=choice.finish_reason,
+            attempt=attempt,
+        )
+    ]
+
+
+def marker_findings(choice: Choice, attempt: str) -> list[Finding]:
+    """Tool-call markup left in content: the server's parser did not extract a call (pure)."""
+    marker = MARKERS.search(choice.content) if choice.content else None
+    if marker is None:
+        return []
+    return [
+        Finding(
+            "markers_in_content",
+            f"tool-call markup {marker.group(0)!r} in content",
+            "$.choices[0].message.content",
+            actual=excerpt(choice.content, 200),
+            attempt=attempt,
+        )
+    ]
 
 
 def contract_findings(case: Case, choice: Choice, attempt: str) -> list[Finding]:
@@ -416,71 +445,74 @@ def baseline_agreement(
     }
 
 
-@family("tool_calling", default_repeats=5, summarize=summarize)
-def run(case: Case, ctx: RunContext) -> Outcome:
-    """Tool calls: valid, contract-honouring, deterministic, and (where known) accurate."""
+def _request(case: Case, ctx: RunContext) -> dict[str, Any]:
     data = case.data
     request = ctx.request(
-        case, messages=data["messages"], tools=data["tools"], max_tokens=data.get("max_tokens", 512)
+        messages=data["messages"], tools=data["tools"], max_tokens=data.get("max_tokens", 512)
     )
     for key in ("tool_choice", "parallel_tool_calls"):
         if key in data:
             request[key] = data[key]
-    repeats = ctx.repeats_for(case.family)
-    defects: list[Finding] = []
+    return request
+
+
+@dataclasses.dataclass(slots=True)
+class _Repeats:
+    """What the repeats of a case found so far."""
+
+    defects: list[Finding] = dataclasses.field(default_factory=list)
     quality: list[Finding] | None = None
-    signatures: list[tuple[bool, Any]] = []
-    valid = 0
-    evidence: dict[str, Any] = {}
+    signatures: list[tuple[bool, Any]] = dataclasses.field(default_factory=list)
+    valid: int = 0
+    evidence: dict[str, Any] = dataclasses.field(default_factory=dict)
     first: ChatResult | None = None
-    for number in range(1, repeats + 1):
-        stream = number % 2 == 0
-        name = f"{'stream' if stream else 'non-stream'}-{number}"
-        result = ctx.send(case, request, stream=stream, name=name)
-        if not result.ok:
-            error = result.error_object or {}
-            return Outcome(
-                Status.UNSUPPORTED,
-                code="rejected",
-                message=f"unsupported: tools rejected with HTTP {result.status}: "
-                f"{error.get('message') or result.body!s:.200}",
-                metrics={"requests": number, "category": data["category"]},
-            )
-        first = first or result
+
+    def add(self, case: Case, result: ChatResult, name: str, stream: bool) -> None:
+        """Grade one repeat's answer."""
+        self.first = self.first or result
         found = validity_findings(case, result, name)
         if found:
-            defects.extend(found)
-            evidence = evidence or _evidence(result, name)
+            self.defects.extend(found)
+            self.evidence = self.evidence or _evidence(result, name)
         else:
-            valid += 1
-        if quality is None:
-            quality = accuracy_findings(case, result, name)
-        signatures.append((stream, signature(calls_of(result.choice))))
-        if ctx.stop_early and (any(f.code != CUT for f in defects) or settled(signatures)):
-            # pass^k is already 0 and the finding final: more repeats cannot change either.
-            break
-    defects.extend(determinism_findings(signatures))
-    called = [call.name for call in first.choice.tool_calls] if first and first.choice else []
-    identical = len({sig for _, sig in signatures}) == 1
-    metrics = {
-        "requests": len(signatures),
-        "repeats": repeats,
-        "category": data["category"],
-        "valid_requests": valid,
-        # Right on every repeat: each valid, and each making the first answer's calls.
-        "pass_k": valid == len(signatures) == repeats and identical,
-        "identical": identical,
-        "stream_parity": None
-        if repeats < 2
-        else not any(f.code == "stream_calls_differ" for f in defects),
-        "called": called,
-        "accurate": None if quality is None else not quality,
-        "quality": sorted({f.code for f in quality or []}),
-    }
-    if defects and all(f.code == CUT for f in defects):
-        return Outcome(Status.ERROR, code=CUT, message=defects[0].message, metrics=metrics)
-    defects = [f for f in defects if f.code != CUT]
-    outcome = Outcome.from_findings(defects, metrics=metrics, evidence=evidence)
+            self.valid += 1
+        if self.quality is None:
+            self.quality = accuracy_findings(case, result, name)
+        self.signatures.append((stream, signature(calls_of(result.choice))))
+
+    def settled(self) -> bool:
+        """pass^k is already 0 and the finding final: more repeats cannot change either."""
+        return any(f.code != CUT for f in self.defects) or settled(self.signatures)
+
+    def metrics(self, case: Case, repeats: int) -> dict[str, Any]:
+        """The case's metrics once its repeats are done (determinism findings added)."""
+        first = self.first
+        called = [call.name for call in first.choice.tool_calls] if first and first.choice else []
+        identical = len({sig for _, sig in self.signatures}) == 1
+        return {
+            "requests": len(self.signatures),
+            "repeats": repeats,
+            "category": case.data["category"],
+            "valid_requests": self.valid,
+            # Right on every repeat: each valid, and each making the first answer's calls.
+            "pass_k": self.valid == len(self.signatures) == repeats and identical,
+            "identical": identical,
+            "stream_parity": None
+            if repeats < 2
+            else not any(f.code == "stream_calls_differ" for f in self.defects),
+            "called": called,
+            "accurate": None if self.quality is None else not self.quality,
+            "quality": sorted({f.code for f in self.quality or []}),
+        }
+
+
+def verdict(found: _Repeats, metrics: dict[str, Any]) -> Outcome:
+    """The case's outcome from its repeats: defects fail it, accuracy only annotates a pass."""
+    if found.defects and all(f.code == CUT for f in found.defects):
+        return Outcome(Status.ERROR, code=CUT, message=found.defects[0].message, metrics=metrics)
+    defects = [f for f in found.defects if f.code != CUT]
+    outcome = Outcome.from_findings(defects, metrics=metrics, evidence=found.evidence)
+    quality = found.quality
     if outcome.status is Status.PASS and quality:
         return Outcome(
             Status.PASS,
@@ -489,3 +521,24 @@ def run(case: Case, ctx: RunContext) -> Outcome:
             message="valid; accuracy: " + quality[0].message,
         )
     return outcome
+
+
+@family("tool_calling", default_repeats=5, summarize=summarize)
+def run(case: Case, ctx: RunContext) -> Exchange:
+    """Tool calls: valid, contract-honouring, deterministic, and (where known) accurate."""
+    request = _request(case, ctx)
+    repeats = ctx.repeats_for(case.family)
+    found = _Repeats()
+    for number in range(1, repeats + 1):
+        stream = number % 2 == 0
+        name = f"{'stream' if stream else 'non-stream'}-{number}"
+        result = yield Chat(request, name, stream=stream)
+        if not result.ok:
+            return rejected(
+                "tools", result, {"requests": number, "category": case.data["category"]}
+            )
+        found.add(case, result, name, stream)
+        if ctx.stop_early and found.settled():
+            break
+    found.defects.extend(determinism_findings(found.signatures))
+    return verdict(found, found.metrics(case, repeats))

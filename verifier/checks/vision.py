@@ -23,22 +23,25 @@ Images are made locally with Pillow (verifier/reference/images.py). Codes:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import EndpointTimeout
-from ..outcome import Finding, Outcome, Status
+from ..outcome import Finding, Outcome
 from ..protocol.answers import ChatResult
+from ..protocol.requests import Chat, Exchange
 from ..reference.image_tokens import image_tokens
 from ..reference.images import image_part, invalid_part
-from .common import agreement, excerpt, hang_finding, rejection_findings
+from .common import agreement, excerpt, hang_finding, rejection_findings, unsupported
 from .registry import QUICK, family
-from .wire import shape_findings
+from .shapes import shape_findings
 
 if TYPE_CHECKING:
     from ..cases.corpus import Case
-    from ..run.executor import RunContext
+    from .registry import RunContext
 
+# A check's exchange: its requests, then its findings.
+Graded = Generator[Chat, ChatResult, list[Finding]]
 DIGIT_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
 _WORDS = re.compile(r"[a-z0-9]+")
 
@@ -117,23 +120,20 @@ def content_parts(
     return parts
 
 
-def _send(
-    case: Case, ctx: RunContext, parts: list[dict[str, Any]], name: str, **options: Any
-) -> ChatResult:
+def _chat(ctx: RunContext, parts: list[dict[str, Any]], name: str) -> Chat:
     images = sum(part.get("type") == "image_url" for part in parts)
     # Room to name every image, a sentence each.
     budget = 64 + 32 * images
-    request = ctx.request(case, messages=[{"role": "user", "content": parts}], max_tokens=budget)
-    return ctx.send(case, request, stream=False, name=name, keep_persistent_5xx=True, **options)
+    request = ctx.request(messages=[{"role": "user", "content": parts}], max_tokens=budget)
+    return Chat(request, name, keep_persistent_5xx=True)
 
 
-def _text_only_count(case: Case, ctx: RunContext) -> int | None:
+def _text_only_count(case: Case, ctx: RunContext) -> Generator[Chat, ChatResult, int | None]:
     request = ctx.request(
-        case,
         messages=[{"role": "user", "content": [{"type": "text", "text": case.data["question"]}]}],
         max_tokens=1,
     )
-    result = ctx.send(case, request, stream=False, name="no-image")
+    result = yield Chat(request, "no-image")
     value = (result.usage or {}).get("prompt_tokens") if result.ok else None
     return value if isinstance(value, int) else None
 
@@ -157,18 +157,18 @@ def _answered(result: ChatResult, what: str = "a valid image") -> str | None:
     return result.choice.content if result.choice else None
 
 
-def _run_semantic(case: Case, ctx: RunContext) -> list[Finding]:
+def _run_semantic(case: Case, ctx: RunContext) -> Graded:
     images = [image_part(spec) for spec in case.data["images"]]
-    content = _answered(_send(case, ctx, content_parts(case.data, images), "semantic"))
+    content = _answered((yield _chat(ctx, content_parts(case.data, images), "semantic")))
     return answer_findings(content, case.data["expect"], "semantic")
 
 
-def _run_stale_cache(case: Case, ctx: RunContext) -> list[Finding]:
+def _run_stale_cache(case: Case, ctx: RunContext) -> Graded:
     findings: list[Finding] = []
     answers = []
     for index, spec in enumerate(case.data["images"]):
         content = _answered(
-            _send(case, ctx, content_parts(case.data, [image_part(spec)]), f"image-{index + 1}")
+            (yield _chat(ctx, content_parts(case.data, [image_part(spec)]), f"image-{index + 1}"))
         )
         answers.append(content)
     first, second = case.data["expect"][:2]
@@ -188,13 +188,13 @@ def _run_stale_cache(case: Case, ctx: RunContext) -> list[Finding]:
     return findings
 
 
-def _run_transport(case: Case, ctx: RunContext) -> list[Finding]:
+def _run_transport(case: Case, ctx: RunContext) -> Graded:
     spec = case.data["images"][0]
     plain = {k: v for k, v in spec.items() if k not in ("format", "detail")}
-    reference = _answered(_send(case, ctx, content_parts(case.data, [image_part(plain)]), "png"))
+    reference = _answered((yield _chat(ctx, content_parts(case.data, [image_part(plain)]), "png")))
     label = "/".join(str(spec[k]) for k in ("format", "detail") if k in spec)
     variant = _answered(
-        _send(case, ctx, content_parts(case.data, [image_part(spec)]), label),
+        (yield _chat(ctx, content_parts(case.data, [image_part(spec)]), label)),
         f"the image as {label}",
     )
     if answer_findings(reference, case.data["expect"]):
@@ -212,9 +212,11 @@ def _run_transport(case: Case, ctx: RunContext) -> list[Finding]:
     return []
 
 
-def _image_cost(case: Case, ctx: RunContext, parts: list[dict[str, Any]], name: str) -> int:
-    base = _text_only_count(case, ctx)
-    result = _send(case, ctx, parts, name)
+def _image_cost(
+    case: Case, ctx: RunContext, parts: list[dict[str, Any]], name: str
+) -> Generator[Chat, ChatResult, int]:
+    base = yield from _text_only_count(case, ctx)
+    result = yield _chat(ctx, parts, name)
     _answered(result)
     count = (result.usage or {}).get("prompt_tokens")
     if base is None or not isinstance(count, int):
@@ -222,11 +224,13 @@ def _image_cost(case: Case, ctx: RunContext, parts: list[dict[str, Any]], name: 
     return count - base
 
 
-def _run_tokens(case: Case, ctx: RunContext) -> list[Finding]:
+def _run_tokens(case: Case, ctx: RunContext) -> Graded:
     rule = (ctx.profile.settings.get("images") if ctx.profile else None) or {}
     spec = case.data["images"][0]
     width, height = spec.get("size", [64, 64])
-    cost = _image_cost(case, ctx, content_parts(case.data, [image_part(spec)]), "with-image")
+    cost = yield from _image_cost(
+        case, ctx, content_parts(case.data, [image_part(spec)]), "with-image"
+    )
     if "rule" not in rule:
         # Without the model's rule, what any rule says: an image costs prompt tokens.
         if cost > 0:
@@ -256,11 +260,15 @@ def _run_tokens(case: Case, ctx: RunContext) -> list[Finding]:
     ]
 
 
-def _run_consistency(case: Case, ctx: RunContext) -> list[Finding]:
+def _run_consistency(case: Case, ctx: RunContext) -> Graded:
     spec = case.data["images"][0]
     if case.data["consistency"] == "twice":
-        once = _image_cost(case, ctx, content_parts(case.data, [image_part(spec)]), "once")
-        twice = _image_cost(case, ctx, content_parts(case.data, [image_part(spec)] * 2), "twice")
+        once = yield from _image_cost(
+            case, ctx, content_parts(case.data, [image_part(spec)]), "once"
+        )
+        twice = yield from _image_cost(
+            case, ctx, content_parts(case.data, [image_part(spec)] * 2), "twice"
+        )
         if twice == 2 * once:
             return []
         return [
@@ -271,10 +279,10 @@ def _run_consistency(case: Case, ctx: RunContext) -> list[Finding]:
                 actual=twice,
             )
         ]
-    png = _image_cost(
+    png = yield from _image_cost(
         case, ctx, content_parts(case.data, [image_part({**spec, "format": "png"})]), "png"
     )
-    jpeg = _image_cost(
+    jpeg = yield from _image_cost(
         case, ctx, content_parts(case.data, [image_part({**spec, "format": "jpeg"})]), "jpeg"
     )
     if png == jpeg:
@@ -289,14 +297,14 @@ def _run_consistency(case: Case, ctx: RunContext) -> list[Finding]:
     ]
 
 
-def _run_invalid(case: Case, ctx: RunContext) -> list[Finding]:
+def _run_invalid(case: Case, ctx: RunContext) -> Graded:
     kind = case.data["invalid"]
     limit = (ctx.profile.settings.get("images") or {}).get("max_side") if ctx.profile else None
     if kind == "oversize" and limit is None:
         raise _Unsupported("the profile documents no image size limit")
     part = invalid_part(kind, max_side=limit)
     try:
-        result = _send(case, ctx, content_parts(case.data, [part]), kind)
+        result = yield _chat(ctx, content_parts(case.data, [part]), kind)
     except EndpointTimeout as exc:
         return [hang_finding(exc, f"an invalid image ({kind})", "invalid_image")]
     wrong = rejection_findings(result, f"an invalid image ({kind})", "invalid_image", kind)
@@ -307,7 +315,7 @@ def _run_invalid(case: Case, ctx: RunContext) -> list[Finding]:
 
 # The checks whose probes have a known answer (compared with a baseline's).
 ANSWERED = ("semantic", "stale_cache", "transport")
-RUNS = {
+RUNS: dict[str, Callable[[Case, RunContext], Graded]] = {
     "semantic": _run_semantic,
     "stale_cache": _run_stale_cache,
     "transport": _run_transport,
@@ -363,40 +371,34 @@ def prepare(case: Case) -> None:
         image_part(spec)
 
 
+def _refused_outcome(refused: _Refused, metrics: dict[str, Any]) -> Outcome:
+    """A valid image not answered: a 4xx says images are unsupported, a 5xx is a finding."""
+    result, error = refused.result, refused.result.error_object or {}
+    said = f"HTTP {result.status}: {error.get('message', '')!s:.160}"
+    if result.status < 500:
+        return unsupported(f"{refused.what} was rejected with {said}", metrics)
+    finding = Finding(
+        "image_5xx",
+        f"{refused.what} got a server error, {said}",
+        expected="200, or a 4xx if images are not supported",
+        actual=result.status,
+    )
+    return Outcome.from_findings([finding], metrics=metrics)
+
+
 @family("vision", summarize=summarize, cost=cost, prepare=prepare)
-def run(case: Case, ctx: RunContext) -> Outcome:
+def run(case: Case, ctx: RunContext) -> Exchange:
     """Images seen in order and every format, fresh, priced by the rule; bad images refused."""
     check = case.data["check"]
-    text_only = ctx.capabilities.vision is False
-    if text_only and check != "invalid":
-        return Outcome(
-            Status.UNSUPPORTED,
-            code="unsupported",
-            message="unsupported: the endpoint does not take images (it refused one with a 4xx)",
-            metrics={"check": check, "requests": 0},
+    if ctx.vision is False and check != "invalid":
+        return unsupported(
+            "the endpoint does not take images (it refused one with a 4xx)",
+            {"check": check, "requests": 0},
         )
-    metrics = {"check": check, "requests": 0}
     try:
-        findings = RUNS[check](case, ctx)
+        findings = yield from RUNS[check](case, ctx)
     except _Unsupported as exc:
-        metrics["requests"] = len(ctx.observed)
-        return Outcome(
-            Status.UNSUPPORTED, code="unsupported", message=f"unsupported: {exc}", metrics=metrics
-        )
+        return unsupported(str(exc), {"check": check, "requests": len(ctx.observed)})
     except _Refused as refused:
-        metrics["requests"] = len(ctx.observed)
-        result, error = refused.result, refused.result.error_object or {}
-        said = f"HTTP {result.status}: {error.get('message', '')!s:.160}"
-        if result.status < 500:
-            message = f"unsupported: {refused.what} was rejected with {said}"
-            return Outcome(Status.UNSUPPORTED, code="unsupported", message=message, metrics=metrics)
-        findings = [
-            Finding(
-                "image_5xx",
-                f"{refused.what} got a server error, {said}",
-                expected="200, or a 4xx if images are not supported",
-                actual=result.status,
-            )
-        ]
-    metrics["requests"] = len(ctx.observed)
-    return Outcome.from_findings(findings, metrics=metrics)
+        return _refused_outcome(refused, {"check": check, "requests": len(ctx.observed)})
+    return Outcome.from_findings(findings, metrics={"check": check, "requests": len(ctx.observed)})

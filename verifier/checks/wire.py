@@ -25,20 +25,28 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .. import resources
 from ..errors import EndpointTimeout
-from ..outcome import Finding, Outcome, Status
+from ..outcome import Finding, Outcome
 from ..protocol.answers import ChatResult, Choice
-from .common import excerpt, hang_finding, rejection_findings, unreadable_findings
+from ..protocol.requests import Chat, Exchange, Raw, Request
+from .common import (
+    excerpt,
+    hang_finding,
+    rejected,
+    rejection_findings,
+    unreadable_findings,
+    unsupported,
+)
 from .registry import QUICK, family
+from .shapes import shape_findings
 
 if TYPE_CHECKING:
     from ..cases.corpus import Case
     from ..reference.tokenizer import Tokenizer
-    from ..run.executor import RunContext
+    from .registry import RunContext
 
 # Stream problems (from the accumulator) that are protocol violations, by their own code.
 PROTOCOL_CODES = frozenset(
@@ -60,89 +68,6 @@ PROTOCOL_CODES = frozenset(
         "stream_error_event",
     }
 )
-MAX_SHAPE_FINDINGS = 5
-# Free text in answers: the answer schemas ask of these only a string (``id``: a non-empty
-# one), so an answer's shape does not depend on what they say.
-FREE_TEXT = frozenset(
-    {"id", "model", "system_fingerprint", "content", "reasoning_content", "refusal", "arguments"}
-)
-# Skeletons (free text reduced to "x" or "") of answers whose shape passed, per schema: a
-# stream's chunks differ only in their text, so a stream is validated about once.
-_SHAPES_PASSED: dict[str, set[str]] = {}
-
-
-def skeleton(value: Any) -> Any:
-    """`value` with the free text of :data:`FREE_TEXT` keys reduced to "x" (or "" if empty)."""
-    if isinstance(value, dict):
-        return {
-            key: ("x" if item else "")
-            if key in FREE_TEXT and isinstance(item, str)
-            else skeleton(item)
-            for key, item in value.items()
-        }
-    if isinstance(value, list):
-        return [skeleton(item) for item in value]
-    return value
-
-
-def _shape(
-    schema: str, instance: Any, code: str, attempt: str | None, where: str = "$"
-) -> list[Finding]:
-    passed = _SHAPES_PASSED.setdefault(schema, set())
-    key = json.dumps(skeleton(instance), sort_keys=True, default=str)
-    if key in passed:
-        return []
-    errors = sorted(
-        resources.validator(schema).iter_errors(instance), key=lambda e: list(map(str, e.path))
-    )
-    if not errors:
-        passed.add(key)
-    findings = []
-    for error in errors[:MAX_SHAPE_FINDINGS]:
-        path = where + error.json_path[1:]
-        this = "finish_reason_invalid" if path.endswith(".finish_reason") else code
-        findings.append(
-            Finding(
-                this,
-                f"{path}: {error.message}",
-                path,
-                actual=_small(error.instance),
-                attempt=attempt,
-            )
-        )
-    return findings
-
-
-def _small(value: Any) -> Any:
-    text = json.dumps(value, default=str)
-    return value if len(text) <= 200 else text[:200] + "..."
-
-
-def shape_findings(result: ChatResult, attempt: str | None = None) -> list[Finding]:
-    """Every answer's body (or chunks) against the OpenAI schemas; error bodies too (pure)."""
-    if not result.ok:
-        if isinstance(result.body, dict):
-            return _shape("error", result.body, "error_shape", attempt)
-        return [
-            Finding(
-                "error_shape",
-                f"the error body is not a JSON object: {excerpt(str(result.body), 80)!r}",
-                attempt=attempt,
-            )
-        ]
-    if result.stream and result.chunks:
-        findings = []
-        for number, chunk in enumerate(result.chunks):
-            if isinstance(chunk, dict):
-                findings += _shape(
-                    "chat_completion_chunk", chunk, "chunk_shape", attempt, f"$[chunk {number}]"
-                )
-            if len(findings) >= MAX_SHAPE_FINDINGS:
-                break
-        return findings[:MAX_SHAPE_FINDINGS]
-    if isinstance(result.body, dict):
-        return _shape("chat_completion", result.body, "response_shape", attempt)
-    return []
 
 
 def protocol_findings(
@@ -389,133 +314,154 @@ def max_tokens_findings(
 
 
 def _request(case: Case, ctx: RunContext) -> dict[str, Any]:
-    body = ctx.request(case, **case.data.get("request", {}))
-    return body
-
-
-def _run_invalid(case: Case, ctx: RunContext) -> list[Finding]:
-    data = case.data
-    label = f"{case.key}#invalid"
-    try:
-        if "raw_body" in data:
-            result = ctx.client.post_raw(
-                data["raw_body"].encode(),
-                label=label,
-                content_type=data.get("content_type", "application/json"),
-            )
-        elif "content_type" in data:
-            body = json.dumps({"model": ctx.model, **data.get("request", {})}).encode()
-            result = ctx.client.post_raw(body, content_type=data["content_type"], label=label)
-        else:
-            result = ctx.client.chat(
-                {"model": ctx.model, **data.get("request", {})},
-                label=label,
-                keep_persistent_5xx=True,
-            )
-    except EndpointTimeout as exc:
-        return [hang_finding(exc, "an invalid request", "invalid_request")]
-    ctx.observe(result)
-    return invalid_request_findings(result, "invalid")
-
-
-def _run_check(case: Case, ctx: RunContext) -> tuple[list[Finding], dict[str, Any]]:
-    data = case.data
-    check = data["check"]
-    if check == "invalid":
-        return _run_invalid(case, ctx), {"requests": 1}
-    if check == "thinking":
-        return _run_thinking(case, ctx)
-    if check == "sampling_limits":
-        return _run_sampling_limits(case, ctx)
-    request = _request(case, ctx)
-    stream = bool(data.get("stream", False))
-    if check == "parity":
-        plain = ctx.send(case, request, stream=False, name="non-stream")
-        streamed = ctx.send(case, request, stream=True, name="stream")
-        results = [plain, streamed]
-    elif check == "seed":
-        results = [ctx.send(case, request, stream=stream, name=f"seed-{n}") for n in (1, 2)]
-    else:
-        results = [
-            ctx.send(case, request, stream=stream, name="stream" if stream else "non-stream")
-        ]
-    rejected = next((r for r in results if not r.ok), None)
-    if rejected is not None:
-        raise _Rejected(rejected)
-    findings: list[Finding] = []
-    for result in results:
-        attempt = result.label
-        broken = unreadable_findings(result, attempt)
-        if broken:
-            findings += broken
-            continue
-        findings += shape_findings(result, attempt)
-        if result.stream:
-            include = (request.get("stream_options") or {}).get("include_usage", True)
-            findings += protocol_findings(result, include_usage=include, attempt=attempt)
-        if check == "usage":
-            findings += usage_findings(result, attempt)
-            if ctx.profile is not None:
-                findings += completion_findings(result, ctx.profile.tokenizer, attempt)
-        elif check == "stop":
-            stop = request["stop"]
-            findings += stop_findings(result, [stop] if isinstance(stop, str) else stop, attempt)
-        elif check == "max_tokens":
-            limit = request.get("max_completion_tokens", request.get("max_tokens"))
-            tokenizer = ctx.profile.tokenizer if ctx.profile is not None else None
-            findings += max_tokens_findings(result, int(limit), tokenizer, attempt)
-        elif check == "n":
-            indexes = sorted(c.index for c in result.choices)
-            if indexes != list(range(request["n"])):
-                findings.append(
-                    Finding(
-                        "n_ignored",
-                        f"n={request['n']} gave choices {indexes}",
-                        expected=list(range(request["n"])),
-                        actual=indexes,
-                        attempt=attempt,
-                    )
-                )
-        elif check == "logprobs":
-            findings += logprob_findings(result, request.get("top_logprobs"), attempt)
-    if check == "parity" and not findings:
-        a, b = (r.choice for r in results)
-        if a and b and (a.content, a.finish_reason) != (b.content, b.finish_reason):
-            findings.append(
-                Finding(
-                    "stream_content_differs",
-                    "the streamed content differs from the "
-                    "non-stream content at temperature 0 with a seed",
-                    expected=a.content,
-                    actual=b.content,
-                    compare=True,
-                )
-            )
-    if check == "seed" and not findings:
-        a, b = (r.choice for r in results)
-        if a and b and a.content != b.content:
-            if ctx.profile is not None and ctx.profile.settings.get("seed_supported") is False:
-                raise _Unsupported(
-                    "the same seed gave different content, and the profile says "
-                    "the server documents no seed support"
-                )
-            findings.append(
-                Finding(
-                    "seed_not_reproducible",
-                    "the same request with the same seed gave different content",
-                    expected=a.content,
-                    actual=b.content,
-                    compare=True,
-                )
-            )
-    return findings, {"requests": len(results)}
+    return ctx.request(**case.data.get("request", {}))
 
 
 class _Unsupported(Exception):
     """The check does not apply to this endpoint or profile (the message says why)."""
 
 
-def _run_thinking(case: Case, ctx: RunContext) -> tuple[list[Finding], dict[str, Any]]:
+class _Rejected(Exception):
+    """A valid request of this family was declined with a 4xx: the feature is unsupported."""
+
+    def __init__(self, result: ChatResult) -> None:
+        self.result = result
+
+
+Graded = Generator[Request, ChatResult, tuple[list[Finding], dict[str, Any]]]
+
+
+def _run_invalid(case: Case, ctx: RunContext) -> Graded:
+    data = case.data
+    request: Request
+    if "raw_body" in data:
+        content_type = data.get("content_type", "application/json")
+        request = Raw(data["raw_body"].encode(), content_type, "invalid")
+    elif "content_type" in data:
+        body = json.dumps({"model": ctx.model, **data.get("request", {})}).encode()
+        request = Raw(body, data["content_type"], "invalid")
+    else:
+        body = {"model": ctx.model, **data.get("request", {})}
+        request = Chat(body, "invalid", keep_persistent_5xx=True)
+    try:
+        result = yield request
+    except EndpointTimeout as exc:
+        return [hang_finding(exc, "an invalid request", "invalid_request")], {"requests": 1}
+    return invalid_request_findings(result, "invalid"), {"requests": 1}
+
+
+def _answers(
+    case: Case, request: Mapping[str, Any]
+) -> Generator[Request, ChatResult, list[ChatResult]]:
+    """The check's answers to `request`: two to compare (parity, seed), else one."""
+    check = case.data["check"]
+    stream = bool(case.data.get("stream", False))
+    if check == "parity":
+        names = [("non-stream", False), ("stream", True)]
+    elif check == "seed":
+        names = [("seed-1", stream), ("seed-2", stream)]
+    else:
+        names = [("stream" if stream else "non-stream", stream)]
+    results = []
+    for name, streamed in names:
+        results.append((yield Chat(request, name, stream=streamed)))
+    return results
+
+
+def _answer_findings(
+    check: str, request: Mapping[str, Any], result: ChatResult, ctx: RunContext
+) -> list[Finding]:
+    """What one answer of the check got wrong: shape, stream protocol, the check's own rule."""
+    attempt = result.label
+    broken = unreadable_findings(result, attempt)
+    if broken:
+        return broken
+    findings = shape_findings(result, attempt)
+    if result.stream:
+        include = (request.get("stream_options") or {}).get("include_usage", True)
+        findings += protocol_findings(result, include_usage=include, attempt=attempt)
+    tokenizer = ctx.profile.tokenizer if ctx.profile is not None else None
+    if check == "usage":
+        findings += usage_findings(result, attempt)
+        if tokenizer is not None:
+            findings += completion_findings(result, tokenizer, attempt)
+    elif check == "stop":
+        stop = request["stop"]
+        findings += stop_findings(result, [stop] if isinstance(stop, str) else stop, attempt)
+    elif check == "max_tokens":
+        limit = request.get("max_completion_tokens", request.get("max_tokens"))
+        findings += max_tokens_findings(result, int(limit), tokenizer, attempt)
+    elif check == "n":
+        findings += n_findings(result, request["n"], attempt)
+    elif check == "logprobs":
+        findings += logprob_findings(result, request.get("top_logprobs"), attempt)
+    return findings
+
+
+def n_findings(result: ChatResult, n: int, attempt: str | None = None) -> list[Finding]:
+    """``n`` choices, indexed 0 to n-1 (pure)."""
+    indexes = sorted(c.index for c in result.choices)
+    if indexes == list(range(n)):
+        return []
+    return [
+        Finding(
+            "n_ignored",
+            f"n={n} gave choices {indexes}",
+            expected=list(range(n)),
+            actual=indexes,
+            attempt=attempt,
+        )
+    ]
+
+
+def _pair_findings(check: str, results: Sequence[ChatResult], ctx: RunContext) -> list[Finding]:
+    """Two answers that must agree: stream and non-stream (parity), two with one seed."""
+    a, b = (r.choice for r in results)
+    if not a or not b:
+        return []
+    if check == "parity" and (a.content, a.finish_reason) != (b.content, b.finish_reason):
+        return [
+            Finding(
+                "stream_content_differs",
+                "the streamed content differs from the "
+                "non-stream content at temperature 0 with a seed",
+                expected=a.content,
+                actual=b.content,
+                compare=True,
+            )
+        ]
+    if check == "seed" and a.content != b.content:
+        if ctx.profile is not None and ctx.profile.settings.get("seed_supported") is False:
+            raise _Unsupported(
+                "the same seed gave different content, and the profile says "
+                "the server documents no seed support"
+            )
+        return [
+            Finding(
+                "seed_not_reproducible",
+                "the same request with the same seed gave different content",
+                expected=a.content,
+                actual=b.content,
+                compare=True,
+            )
+        ]
+    return []
+
+
+def _run_answered(case: Case, ctx: RunContext) -> Graded:
+    check = case.data["check"]
+    request = _request(case, ctx)
+    results = yield from _answers(case, request)
+    refused = next((r for r in results if not r.ok), None)
+    if refused is not None:
+        raise _Rejected(refused)
+    findings = [f for r in results for f in _answer_findings(check, request, r, ctx)]
+    if check in ("parity", "seed") and not findings:
+        findings = _pair_findings(check, results, ctx)
+    return findings, {"requests": len(results)}
+
+
+def _run_thinking(case: Case, ctx: RunContext) -> Graded:
     dialect = ctx.profile.settings.get("thinking") if ctx.profile else None
     if not dialect:
         raise _Unsupported("the profile declares no thinking dialect")
@@ -523,7 +469,7 @@ def _run_thinking(case: Case, ctx: RunContext) -> tuple[list[Finding], dict[str,
     findings: list[Finding] = []
     for mode in ("on", "off"):
         request = {**_request(case, ctx), **dialect[mode]}
-        result = ctx.send(case, request, stream=stream, name=f"thinking-{mode}")
+        result = yield Chat(request, f"thinking-{mode}", stream=stream)
         if not result.ok:
             raise _Rejected(result)
         reasoning = bool(result.choice and result.choice.reasoning)
@@ -539,25 +485,28 @@ def _run_thinking(case: Case, ctx: RunContext) -> tuple[list[Finding], dict[str,
     return findings, {"requests": 2}
 
 
-def _run_sampling_limits(case: Case, ctx: RunContext) -> tuple[list[Finding], dict[str, Any]]:
+def _outside(limit: Mapping[str, float]) -> list[float]:
+    """Values just outside a sampling limit (``fixed``, ``max``, ``min``)."""
+    wrong = []
+    if "fixed" in limit:
+        wrong.append(limit["fixed"] + 0.25)
+    if "max" in limit:
+        wrong.append(limit["max"] + 0.5)
+    if "min" in limit:
+        wrong.append(limit["min"] - 0.5)
+    return wrong
+
+
+def _run_sampling_limits(case: Case, ctx: RunContext) -> Graded:
     limits = ctx.profile.settings.get("sampling") if ctx.profile else None
     if not limits:
         raise _Unsupported("the profile declares no sampling limits")
     findings: list[Finding] = []
     requests = 0
     for name, limit in sorted(limits.items()):
-        wrong = []
-        if "fixed" in limit:
-            wrong.append(limit["fixed"] + 0.25)
-        if "max" in limit:
-            wrong.append(limit["max"] + 0.5)
-        if "min" in limit:
-            wrong.append(limit["min"] - 0.5)
-        for value in wrong:
+        for value in _outside(limit):
             request = {**_request(case, ctx), name: value}
-            result = ctx.send(
-                case, request, stream=False, name=f"{name}={value}", keep_persistent_5xx=True
-            )
+            result = yield Chat(request, f"{name}={value}", keep_persistent_5xx=True)
             requests += 1
             if not 400 <= result.status < 500:
                 findings.append(
@@ -572,11 +521,12 @@ def _run_sampling_limits(case: Case, ctx: RunContext) -> tuple[list[Finding], di
     return findings, {"requests": requests}
 
 
-class _Rejected(Exception):
-    """A valid request of this family was declined with a 4xx: the feature is unsupported."""
-
-    def __init__(self, result: ChatResult) -> None:
-        self.result = result
+# The checks that are not "send the request, grade the answer" (see _run_answered).
+RUNS: dict[str, Callable[[Case, RunContext], Graded]] = {
+    "invalid": _run_invalid,
+    "thinking": _run_thinking,
+    "sampling_limits": _run_sampling_limits,
+}
 
 
 def summarize(
@@ -598,26 +548,13 @@ def cost(case: Case) -> float:
 
 
 @family("wire", summarize=summarize, cost=cost)
-def run(case: Case, ctx: RunContext) -> Outcome:
+def run(case: Case, ctx: RunContext) -> Exchange:
     """Shapes, streaming protocol, parameters, error responses and usage."""
     check = case.data["check"]
     try:
-        findings, metrics = _run_check(case, ctx)
+        findings, metrics = yield from RUNS.get(check, _run_answered)(case, ctx)
     except _Unsupported as exc:
-        return Outcome(
-            Status.UNSUPPORTED,
-            code="unsupported",
-            message=f"unsupported: {exc}",
-            metrics={"check": check, "requests": 0},
-        )
-    except _Rejected as rejected:
-        result = rejected.result
-        error = result.error_object or {}
-        return Outcome(
-            Status.UNSUPPORTED,
-            code="rejected",
-            message=f"unsupported: {check} rejected with HTTP {result.status}: "
-            f"{error.get('message') or result.body!s:.200}",
-            metrics={"check": check, "requests": 1},
-        )
+        return unsupported(str(exc), {"check": check, "requests": 0})
+    except _Rejected as refused:
+        return rejected(check, refused.result, {"check": check, "requests": 1})
     return Outcome.from_findings(findings, metrics={**metrics, "check": check})

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..scorecard.stats import wilson_interval
+from ..stats import wilson_interval
 from .model import Measure, State
 
 MISSING = Measure("–", State.MISSING)

@@ -44,6 +44,7 @@ from ..errors import (
     EndpointUnreachable,
 )
 from ..protocol.answers import ChatResult, parse_body, parse_completion
+from ..protocol.requests import Chat, Get, Post, Raw, Request
 from ..protocol.stream import accumulate
 from .redaction import Redactor, redact_url, secret_query_values, split_credentials
 from .transcript import Transcript
@@ -321,6 +322,27 @@ class EndpointClient:
             keep_persistent_5xx=False,
             url=self._shown(path),
         )
+
+    def send(self, request: Request, label: str) -> ChatResult:
+        """Send a request a family or the probe described, labelled `label` in the transcript."""
+        match request:
+            case Chat():
+                return self.chat(
+                    dict(request.body),
+                    stream=request.stream,
+                    label=label,
+                    keep_persistent_5xx=request.keep_persistent_5xx,
+                )
+            case Raw():
+                return self.post_raw(
+                    request.content, content_type=request.content_type, label=label
+                )
+            case Post():
+                return self.post_json(
+                    f"{self.root_url}{request.route}", dict(request.body), label=label
+                )
+            case Get():
+                return self.get(f"{self.root_url}{request.route}", label=label)
 
     def _shown(self, url: str) -> str:
         """`url` (a path of the base URL, or absolute) as the transcript records it."""

@@ -15,7 +15,8 @@ from typing import Any
 
 from ..errors import ConfigError, EndpointError
 from ..protocol.answers import ChatResult
-from ..protocol.tokenize import probe_tokenizer_endpoints
+from ..protocol.requests import drive
+from ..protocol.tokenize import TokenizerEndpoints, probe_tokenizer_endpoints
 from .client import EndpointClient
 from .redaction import redact_url
 
@@ -103,6 +104,14 @@ def list_models(client: EndpointClient) -> tuple[str, ...] | None:
     )
 
 
+def tokenizer_endpoints(client: EndpointClient, model: str) -> TokenizerEndpoints:
+    """Which tokenizer routes the server answers (a few small requests, labelled ``probe/``)."""
+    return drive(
+        probe_tokenizer_endpoints(model),
+        lambda request: client.send(request, f"probe/{request.name}"),
+    )
+
+
 def refuse_redirect(client: EndpointClient, result: ChatResult, path: str) -> None:
     """Stop the run when the endpoint redirects: the verifier follows no redirect.
 
@@ -167,7 +176,7 @@ def probe(
     with ThreadPoolExecutor(3, thread_name_prefix="verifier-probe") as pool:
         chat = pool.submit(probe_chat, client, model, models or ())
         images = pool.submit(probe_vision, client, model) if vision else None
-        endpoints = pool.submit(probe_tokenizer_endpoints, client, model) if tokenizer else None
+        endpoints = pool.submit(tokenizer_endpoints, client, model) if tokenizer else None
         capabilities = chat.result()
         if images is not None:
             capabilities = dataclasses.replace(capabilities, vision=images.result())

@@ -7,17 +7,21 @@ The ladder, best first:
    request that generated;
 3. ``POST /apply-template`` then ``POST /tokenize`` with the prompt text (llama.cpp);
 4. nothing: only ``usage.prompt_tokens``, compared by differences.
+
+Each function here is an exchange (see :mod:`verifier.protocol.requests`): it yields the
+requests and reads their answers, and whoever drives it (the probe, a family through the
+executor) sends them. Request names are relative: the driver prefixes the case or ``probe/``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
-from ..endpoint.client import EndpointClient
 from .answers import ChatResult
+from .requests import Chat, Exchange, Get, Post
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -73,58 +77,53 @@ def _ids(result: ChatResult) -> list[int] | None:
     return None
 
 
+def _with_tools(body: dict[str, Any], tools: Sequence[Mapping[str, Any]] | None) -> dict[str, Any]:
+    if tools:
+        body["tools"] = list(tools)
+    return body
+
+
 def tokenize_messages(
-    client: EndpointClient,
     model: str,
     messages: Sequence[Mapping[str, Any]],
     *,
     tools: Sequence[Mapping[str, Any]] | None = None,
-    label: str = "",
-) -> list[int] | None:
+    name: str,
+) -> Generator[Post, ChatResult, list[int] | None]:
     """Chat prompt ids from ``POST /tokenize`` with messages, or None when not answered."""
-    body: dict[str, Any] = {
-        "model": model,
-        "messages": list(messages),
-        "add_generation_prompt": True,
-    }
-    if tools:
-        body["tools"] = list(tools)
-    return _ids(client.post_json(f"{client.root_url}/tokenize", body, label=label))
+    body = {"model": model, "messages": list(messages), "add_generation_prompt": True}
+    return _ids((yield Post("/tokenize", _with_tools(body, tools), name)))
 
 
 def tokenize_text(
-    client: EndpointClient, text: str, *, parse_special: bool, label: str = ""
-) -> list[int] | None:
+    text: str, *, parse_special: bool, name: str
+) -> Generator[Post, ChatResult, list[int] | None]:
     """Ids of raw text from ``POST /tokenize`` with content (llama.cpp), or None."""
     body = {"content": text, "add_special": False, "parse_special": parse_special}
-    return _ids(client.post_json(f"{client.root_url}/tokenize", body, label=label))
+    return _ids((yield Post("/tokenize", body, name)))
 
 
 def apply_template(
-    client: EndpointClient,
     messages: Sequence[Mapping[str, Any]],
     *,
     tools: Sequence[Mapping[str, Any]] | None = None,
-    label: str = "",
-) -> str | None:
+    name: str,
+) -> Generator[Post, ChatResult, str | None]:
     """The prompt text the server renders (``POST /apply-template``), or None."""
-    body: dict[str, Any] = {"messages": list(messages)}
-    if tools:
-        body["tools"] = list(tools)
-    result = client.post_json(f"{client.root_url}/apply-template", body, label=label)
+    result = yield Post("/apply-template", _with_tools({"messages": list(messages)}, tools), name)
     if result.ok and isinstance(result.body, dict) and isinstance(result.body.get("prompt"), str):
         return str(result.body["prompt"])
     return None
 
 
 def detokenize_answer(
-    client: EndpointClient, ids: Sequence[int], *, label: str = ""
-) -> tuple[str | None, ChatResult]:
+    ids: Sequence[int], *, name: str
+) -> Generator[Post, ChatResult, tuple[str | None, ChatResult]]:
     """Text of ids from ``POST /detokenize`` (llama.cpp ``content``, vLLM ``prompt``), or None.
 
     The answer comes too: a check tells a refusal of the ids from a missing route.
     """
-    result = client.post_json(f"{client.root_url}/detokenize", {"tokens": list(ids)}, label=label)
+    result = yield Post("/detokenize", {"tokens": list(ids)}, name)
     if result.ok and isinstance(result.body, dict):
         for key in ("content", "prompt", "text"):
             if isinstance(result.body.get(key), str):
@@ -132,34 +131,34 @@ def detokenize_answer(
     return None, result
 
 
-def detokenize(client: EndpointClient, ids: Sequence[int], *, label: str = "") -> str | None:
-    """Text of ids from ``POST /detokenize``, or None."""
-    return detokenize_answer(client, ids, label=label)[0]
+def _with_ids(
+    model: str, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None
+) -> dict[str, Any]:
+    """A one-token completion asking for ``prompt_token_ids`` (vLLM)."""
+    body = {
+        "model": model,
+        "messages": list(messages),
+        "max_tokens": 1,
+        "temperature": 0,
+        "return_token_ids": True,
+    }
+    return _with_tools(body, tools)
 
 
-def probe_tokenizer_endpoints(client: EndpointClient, model: str) -> TokenizerEndpoints:
+def probe_tokenizer_endpoints(model: str) -> Exchange:
     """Find which rungs of the ladder the server offers (a few small requests)."""
     hello = [{"role": "user", "content": "Hello"}]
-    by_messages = tokenize_messages(client, model, hello, label="probe/tokenize-messages")
-    by_content = tokenize_text(client, "Hello", parse_special=False, label="probe/tokenize-content")
-    rendered = apply_template(client, hello, label="probe/apply-template")
-    back = detokenize(client, by_content or by_messages or [0], label="probe/detokenize")
-    with_ids = client.chat(
-        {
-            "model": model,
-            "messages": hello,
-            "max_tokens": 1,
-            "temperature": 0,
-            "return_token_ids": True,
-        },
-        label="probe/return-token-ids",
-    )
+    by_messages = yield from tokenize_messages(model, hello, name="tokenize-messages")
+    by_content = yield from tokenize_text("Hello", parse_special=False, name="tokenize-content")
+    rendered = yield from apply_template(hello, name="apply-template")
+    back, _ = yield from detokenize_answer(by_content or by_messages or [0], name="detokenize")
+    with_ids = yield Chat(_with_ids(model, hello, None), "return-token-ids", observe=False)
     returns_ids = (
         with_ids.ok
         and isinstance(with_ids.body, dict)
         and isinstance(with_ids.body.get("prompt_token_ids"), list)
     )
-    props = client.get(f"{client.root_url}/props", label="probe/props")
+    props = yield Get("/props", "props")
     template = (
         props.body.get("chat_template") if props.ok and isinstance(props.body, dict) else None
     )
@@ -177,29 +176,20 @@ def probe_tokenizer_endpoints(client: EndpointClient, model: str) -> TokenizerEn
 
 
 def prompt_token_ids(
-    client: EndpointClient,
     model: str,
     endpoints: TokenizerEndpoints,
     messages: Sequence[Mapping[str, Any]],
     *,
     tools: Sequence[Mapping[str, Any]] | None = None,
-    label: str = "",
-) -> tuple[list[int] | None, str]:
+    name: str,
+) -> Generator[Chat | Post, ChatResult, tuple[list[int] | None, str]]:
     """The server's ids of a chat prompt by the best rung available, and the rung used."""
     method = endpoints.method
     if method == "tokenize_messages":
-        return tokenize_messages(client, model, messages, tools=tools, label=label), method
+        ids = yield from tokenize_messages(model, messages, tools=tools, name=name)
+        return ids, method
     if method == "return_token_ids":
-        body: dict[str, Any] = {
-            "model": model,
-            "messages": list(messages),
-            "max_tokens": 1,
-            "temperature": 0,
-            "return_token_ids": True,
-        }
-        if tools:
-            body["tools"] = list(tools)
-        result = client.chat(body, label=label)
+        result = yield Chat(_with_ids(model, messages, tools), name, observe=False)
         ids = (
             result.body.get("prompt_token_ids")
             if result.ok and isinstance(result.body, dict)
@@ -207,8 +197,9 @@ def prompt_token_ids(
         )
         return (ids if isinstance(ids, list) else None), method
     if method == "apply_template_tokenize":
-        prompt = apply_template(client, messages, tools=tools, label=f"{label}/apply-template")
+        prompt = yield from apply_template(messages, tools=tools, name=f"{name}/apply-template")
         if prompt is None:
             return None, method
-        return tokenize_text(client, prompt, parse_special=True, label=f"{label}/tokenize"), method
+        ids = yield from tokenize_text(prompt, parse_special=True, name=f"{name}/tokenize")
+        return ids, method
     return None, method

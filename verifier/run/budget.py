@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..outcome import Status
-from ..scorecard.stats import wilson_interval
+from ..stats import wilson_interval
 
 MODES = ("full", "auto")
 

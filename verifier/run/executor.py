@@ -1,4 +1,9 @@
-"""Running one case: the context a family's ``run`` gets, and the error boundary around it."""
+"""Running one case: the executor drives the family's exchange through the one client.
+
+The family yields requests and grades what comes back (:mod:`verifier.checks.registry`); the
+executor sends each request, records the case's answers for the shape checks every family
+gets, and turns a transport fault the family did not handle into an ERROR outcome.
+"""
 
 from __future__ import annotations
 
@@ -7,75 +12,16 @@ from typing import Any
 
 from ..cases.corpus import Case
 from ..checks import FAMILIES
-from ..checks.wire import shape_findings
-from ..config import TEMPERATURE
+from ..checks.registry import RunContext
+from ..checks.shapes import shape_findings
 from ..endpoint.client import EndpointClient
-from ..endpoint.probe import Capabilities
 from ..errors import EndpointError
 from ..outcome import Outcome, Status
 from ..protocol.answers import ChatResult
-from ..protocol.tokenize import TokenizerEndpoints
-from ..reference.profiles import Profile
+from ..protocol.requests import Request, drive
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class RunContext:
-    """What a family's ``run(case, ctx)`` may use: the one client and the run's settings.
-
-    Args:
-        client: the endpoint client (the only way to send a request).
-        capabilities: what the probe found (model, server).
-        repeats: ``--repeats``, or None for the family's default.
-        seed: the seed sent with every sampling request.
-        observed: every answer the current case got (for the shape checks that run on
-            all families); :func:`run_case` gives each case a fresh list.
-        profile: the reference model profile (``--profile``), or None.
-        stop_early: ``--budget auto``: a case stops repeating once it is known to fail.
-    """
-
-    client: EndpointClient
-    capabilities: Capabilities
-    repeats: int | None
-    seed: int
-    observed: list[ChatResult] = dataclasses.field(default_factory=list)
-    profile: Profile | None = None
-    stop_early: bool = False
-
-    @property
-    def endpoints(self) -> TokenizerEndpoints:
-        """The tokenizer endpoints the probe found (none when it did not look)."""
-        found = self.capabilities.tokenizer_endpoints
-        return TokenizerEndpoints.from_dict(found) if found else TokenizerEndpoints()
-
-    @property
-    def model(self) -> str:
-        """The model under test."""
-        return self.capabilities.model
-
-    def repeats_for(self, family: str) -> int:
-        """How many times a case of `family` runs."""
-        return self.repeats if self.repeats is not None else FAMILIES[family].default_repeats
-
-    def request(self, case: Case, **fields: Any) -> dict[str, Any]:
-        """A chat request for `case`: model, deterministic sampling, then `fields`."""
-        body: dict[str, Any] = {"model": self.model, "temperature": TEMPERATURE, "seed": self.seed}
-        body.update(fields)
-        return body
-
-    def send(
-        self, case: Case, request: dict[str, Any], *, stream: bool, name: str, **options: Any
-    ) -> ChatResult:
-        """Send `request` for `case`, labelled ``family/id#name`` in the transcript."""
-        result = self.client.chat(request, stream=stream, label=f"{case.key}#{name}", **options)
-        self.observe(result)
-        return result
-
-    def observe(self, result: ChatResult) -> None:
-        """Record an answer the case got by another way than :meth:`send`."""
-        self.observed.append(result)
-
-
-def run_case(case: Case, base: RunContext) -> Outcome:
+def run_case(case: Case, base: RunContext, client: EndpointClient) -> Outcome:
     """Run and grade `case`; a transport fault that outlived the retries is an ERROR outcome.
 
     Every answer the case got is also checked against the OpenAI answer schemas; what is
@@ -83,8 +29,15 @@ def run_case(case: Case, base: RunContext) -> Outcome:
     the wire family owns shapes).
     """
     ctx = dataclasses.replace(base, observed=[])
+
+    def send(request: Request) -> ChatResult:
+        answer = client.send(request, f"{case.key}#{request.name}")
+        if request.observe:
+            ctx.observed.append(answer)
+        return answer
+
     try:
-        outcome = FAMILIES[case.family].run(case, ctx)
+        outcome: Outcome = drive(FAMILIES[case.family].run(case, ctx), send)
     except EndpointError as exc:
         outcome = Outcome(
             Status.ERROR,

@@ -21,12 +21,14 @@ import pytest
 from .. import __version__
 from ..cases.corpus import Case, Corpus, load_corpus
 from ..checks import FAMILIES
+from ..checks.registry import RunContext
 from ..config import FAMILY_NAMES, RunConfig, load_baseline, prepare_out_dir
 from ..endpoint.client import EndpointClient
 from ..endpoint.probe import Capabilities, probe
 from ..endpoint.transcript import Transcript
 from ..errors import ConfigError, SigningError, VerifierError
 from ..outcome import Outcome, Status
+from ..protocol.tokenize import TokenizerEndpoints
 from ..reference.profiles import NO_PROFILE, builtin_names, load_profile, profile_for_model
 from ..render.report import render_outcome, summary_lines
 from ..render.scorecard_markdown import render_scorecard_markdown
@@ -38,7 +40,7 @@ from ..scorecard.validate import scorecard_json
 from .budget import Budget
 from .budget import summary as budget_summary
 from .budget import summary_lines as budget_lines
-from .executor import RunContext, run_case
+from .executor import run_case
 from .journal import FINAL_STATUSES, Journal, JournalContents, read_journal
 from .outdir import OutDir, write_atomic
 from .schedule import CaseScheduler
@@ -239,13 +241,16 @@ class VerifierSession:
 
     def context(self) -> RunContext:
         """The context every case of this process runs with."""
+        caps = self.capabilities
+        found = caps.tokenizer_endpoints
         return RunContext(
-            client=self.client,
-            capabilities=self.capabilities,
-            repeats=self.run.repeats,
+            model=caps.model,
             seed=self.run.seed,
+            repeats=self.run.repeats,
             profile=self.profile,
             stop_early=self.budget is not None,
+            endpoints=TokenizerEndpoints.from_dict(found) if found else TokenizerEndpoints(),
+            vision=caps.vision,
         )
 
     def _count_done(self) -> None:
@@ -336,7 +341,7 @@ class VerifierSession:
     def _run_case(self, case: Case) -> Outcome | None:
         if self.budget is not None and self.budget.stopped(case.family):
             return None
-        outcome = run_case(case, self.context())
+        outcome = run_case(case, self.context(), self.client)
         if self.budget is not None:
             self.budget.record(case.family, outcome.status)
         return outcome

@@ -13,7 +13,7 @@ from typing import Any
 
 from .. import __version__
 from ..checks import FAMILIES
-from .stats import wilson_interval
+from ..stats import wilson_interval
 
 SCHEMA_VERSION = 1
 # Above this share of transport errors among attempted cases a family is inconclusive.

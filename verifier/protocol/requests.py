@@ -1,0 +1,98 @@
+"""The requests a family asks the executor to send, as data.
+
+A family is a generator: it yields one of these, and the executor sends it through the one
+endpoint client and sends the answer (a :class:`~verifier.protocol.answers.ChatResult`) back
+into the generator, or throws the transport fault (an :class:`~verifier.errors.EndpointError`)
+into it at the same point. The family never holds a client, so grading never reaches the
+network, and a unit test drives a family with recorded answers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Generator, Mapping
+from typing import Any, TypeVar
+
+from ..errors import EndpointError
+from .answers import ChatResult
+
+T = TypeVar("T")
+
+# Every sampling request the verifier sends is greedy: outcomes must not depend on chance.
+TEMPERATURE = 0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Chat:
+    """``POST /chat/completions`` with `body`.
+
+    Args:
+        body: the JSON body (``stream`` and ``stream_options`` are set by the client).
+        name: the request's name within its case (``stream-2``), for the transcript.
+        stream: stream the answer with SSE.
+        keep_persistent_5xx: a 5xx that outlived the retries is answered, not raised (for
+            requests that must be refused: the server error is then the finding).
+        observe: the answer is one of the case's answers (shape-checked, counted); False for
+            the tokenizer ladder's helper completions.
+    """
+
+    body: Mapping[str, Any]
+    name: str
+    stream: bool = False
+    keep_persistent_5xx: bool = False
+    observe: bool = True
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Raw:
+    """Bytes ``POST``ed as they are to ``/chat/completions`` (malformed-request checks)."""
+
+    content: bytes
+    content_type: str
+    name: str
+    observe: bool = True
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Post:
+    """JSON ``POST``ed to a route of the server root (``/tokenize``); any status is answered."""
+
+    route: str
+    body: Mapping[str, Any]
+    name: str
+    observe: bool = False
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Get:
+    """``GET`` a route of the server root (``/props``), parsed as JSON."""
+
+    route: str
+    name: str
+    observe: bool = False
+
+
+Request = Chat | Raw | Post | Get
+# A family's conversation with the endpoint: yields requests, receives answers, returns T.
+Exchange = Generator[Request, ChatResult, Any]
+
+
+def drive(exchange: Generator[Request, ChatResult, T], send: Callable[[Request], ChatResult]) -> T:
+    """Run `exchange` to its end and return its value.
+
+    Each request goes through `send`; its answer is sent back into the exchange, or the
+    transport fault `send` raised is thrown into it at the same point (a family that waits
+    for a hang catches :class:`~verifier.errors.EndpointTimeout` there). A fault the exchange
+    does not catch comes out of this call.
+    """
+    try:
+        request = next(exchange)
+        while True:
+            try:
+                answer = send(request)
+            except EndpointError as fault:
+                request = exchange.throw(fault)
+            else:
+                request = exchange.send(answer)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
