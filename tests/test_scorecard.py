@@ -9,9 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.conftest import with_userinfo
-from verifier.scorecard.build import build_scorecard, verdict
-from verifier.stats import wilson_interval
+from verifier.scorecard.build import TranscriptSummary, build_scorecard, verdict
 from verifier.scorecard.validate import scorecard_json
+from verifier.stats import wilson_interval
 
 
 @given(st.integers(1, 5000).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))))
@@ -95,8 +95,7 @@ def test_built_scorecard_validates_and_counts() -> None:
         HEADER,
         records,
         finished="2026-01-01T00:01:00.000+00:00",
-        transcript_sha256="2" * 64,
-        transcript_records=9,
+        transcript=TranscriptSummary("2" * 64, 9),
     )
     family = card["families"]["structured_output"]
     assert family["counts"] == {"pass": 1, "fail": 2, "error": 0, "unsupported": 1}
@@ -112,8 +111,7 @@ def test_a_scorecard_off_its_schema_is_refused() -> None:
         HEADER,
         {},
         finished="2026-01-01T00:01:00.000+00:00",
-        transcript_sha256="2" * 64,
-        transcript_records=0,
+        transcript=TranscriptSummary("2" * 64, 0),
     )
     card["endpoint"]["url"] = with_userinfo("http://host/v1", "user", "not-a-password")
     with pytest.raises(ValueError, match="does not match its schema"):

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
+
+# A family's own sub-metrics for the scorecard, a pure function of (the latest outcome records
+# of its cases, the baseline scorecard's entry for the family) -> metrics.
+Summarize = Callable[[Iterable[Mapping[str, Any]], Mapping[str, Any] | None], dict[str, Any]]
 
 
 class Status(enum.StrEnum):

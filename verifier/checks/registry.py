@@ -9,10 +9,11 @@ the case's :class:`~verifier.outcome.Outcome`. It sends nothing itself: the exec
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..cases.corpus import Case
+from ..outcome import Summarize
 from ..protocol.answers import ChatResult
 from ..protocol.requests import TEMPERATURE, Exchange
 from ..protocol.tokenize import TokenizerEndpoints
@@ -27,8 +28,6 @@ Cost = Callable[["Case"], float]
 QUICK = 0.1
 # Local work for a case that can be done before any request (cached for its run).
 Prepare = Callable[["Case"], None]
-# (latest outcome records of the family, the baseline scorecard's entry for it) -> sub-metrics
-Summarize = Callable[[Iterable[Mapping[str, Any]], Mapping[str, Any] | None], dict[str, Any]]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -87,6 +86,10 @@ class Registry:
     def names(self) -> tuple[str, ...]:
         """Registered family names, in registration order."""
         return tuple(self._families)
+
+    def summarizers(self) -> dict[str, Summarize]:
+        """Each family's own scorecard sub-metrics function, by name (those that have one)."""
+        return {f.name: f.summarize for f in self._families.values() if f.summarize is not None}
 
 
 FAMILIES = Registry()

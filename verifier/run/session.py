@@ -32,8 +32,8 @@ from ..protocol.tokenize import TokenizerEndpoints
 from ..reference.profiles import NO_PROFILE, builtin_names, load_profile, profile_for_model
 from ..render.report import render_outcome, summary_lines
 from ..render.scorecard_markdown import render_scorecard_markdown
-from ..scorecard.build import build_scorecard
-from ..scorecard.gate import evaluate, load_thresholds
+from ..scorecard.build import TranscriptSummary, build_scorecard
+from ..scorecard.gate import load_thresholds
 from ..scorecard.gate import summary_lines as gate_lines
 from ..scorecard.provenance import seen_in_transcript
 from ..scorecard.validate import scorecard_json
@@ -425,47 +425,55 @@ class VerifierSession:
             return
         self.journal.close()
         self.out.merge_shards()
-        contents = read_journal(self.out.journal)
-        assert contents.header is not None, "the journal starts with its header"
-        sha, records = self.out.transcript_digest()
-        transcript = self.out.transcript
-        seen = (
-            seen_in_transcript(transcript.read_bytes().splitlines()) if transcript.exists() else {}
-        )
-        card = build_scorecard(
-            contents.header,
-            contents.latest(),
-            finished=_now(),
-            transcript_sha256=sha,
-            transcript_records=records,
-            sessions=contents.sessions,
-            baseline=self.baseline,
-            seen=seen,
-        )
-        if self.budget is not None:
-            card["budget"] = budget_summary(
-                ((r["family"], r["outcome"]["status"]) for r in contents.latest().values()),
-                {name: len(self.corpus.by_family(name)) for name in self.run.families},
-                self.thresholds,
-            )
-        if self.gate is not None:
-            card["gate"] = evaluate(card, *self.gate)
-            # The gate decides the exit status of a run that got to grade its cases; an
-            # interrupted or broken session keeps pytest's own status.
-            if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
-                passed = card["gate"]["passed"]
-                session.exitstatus = pytest.ExitCode.OK if passed else pytest.ExitCode.TESTS_FAILED
+        card = self._scorecard(read_journal(self.out.journal))
+        # The gate decides the exit status of a run that got to grade its cases; an
+        # interrupted or broken session keeps pytest's own status.
+        if "gate" in card and session.exitstatus in (
+            pytest.ExitCode.OK,
+            pytest.ExitCode.TESTS_FAILED,
+        ):
+            passed = card["gate"]["passed"]
+            session.exitstatus = pytest.ExitCode.OK if passed else pytest.ExitCode.TESTS_FAILED
         write_atomic(self.out.scorecard, scorecard_json(card))
         write_atomic(self.out.summary, render_scorecard_markdown(card).encode("utf-8"))
         if self.signing_key is not None:
             from ..scorecard.signing import sign_statement, statement
 
+            sha = card["transcript"]["sha256"]
             signed = statement(card, transcript_sha256=sha, corpus_sha256=card["corpus"]["digest"])
             write_atomic(self.out.signed, sign_statement(signed, self.signing_key))
         else:
             # An envelope from an earlier session no longer matches this scorecard.
             self.out.signed.unlink(missing_ok=True)
         self.scorecard = card
+
+    def _scorecard(self, contents: JournalContents) -> dict[str, Any]:
+        """The run's scorecard, complete, from the journal and the merged transcript."""
+        latest = contents.latest()
+        sha, records = self.out.transcript_digest()
+        transcript = self.out.transcript
+        seen = (
+            seen_in_transcript(transcript.read_bytes().splitlines()) if transcript.exists() else {}
+        )
+        budget = None
+        if self.budget is not None:
+            budget = budget_summary(
+                ((r["family"], r["outcome"]["status"]) for r in latest.values()),
+                {name: len(self.corpus.by_family(name)) for name in self.run.families},
+                self.thresholds,
+            )
+        assert contents.header is not None, "the journal starts with its header"
+        return build_scorecard(
+            contents.header,
+            latest,
+            finished=_now(),
+            transcript=TranscriptSummary(sha, records, seen),
+            sessions=contents.sessions,
+            baseline=self.baseline,
+            summarizers=FAMILIES.summarizers(),
+            budget=budget,
+            gate=self.gate,
+        )
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """Print the per-family verdicts and where the scorecard is."""

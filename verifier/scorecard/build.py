@@ -7,13 +7,15 @@ transcript digest and the finish time, so that it can be rebuilt, compared and
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .. import __version__
-from ..checks import FAMILIES
+from ..outcome import Summarize
 from ..stats import wilson_interval
+from .gate import evaluate
 
 SCHEMA_VERSION = 1
 # Above this share of transport errors among attempted cases a family is inconclusive.
@@ -40,55 +42,74 @@ def verdict(counts: Mapping[str, int], max_error_rate: float = MAX_ERROR_RATE) -
     return "fail" if counts["fail"] else "pass"
 
 
-def summarize_family(
-    name: str, records: Iterable[Mapping[str, Any]], baseline: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
-    """The scorecard entry of one family from its (latest) outcome records.
-
-    Args:
-        name: the family.
-        records: the latest outcome record of each of its cases.
-        baseline: the same family's entry in a baseline scorecard, if one was given.
-    """
-    records = list(records)
-    counts = dict.fromkeys(STATUSES, 0)
-    codes: Counter[str] = Counter()
-    errors: Counter[str] = Counter()
-    requests = 0
-    worst: list[dict[str, Any]] = []
+def _shapes(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """The shape checks every answer got, over the family's cases."""
     shapes: dict[str, Any] = {"answers": 0, "violations": 0, "codes": Counter(), "examples": []}
     for record in records:
-        outcome = record["outcome"]
-        status = outcome["status"]
-        counts[status] += 1
-        requests += int(outcome.get("metrics", {}).get("requests", 0) or 0)
-        seen = outcome.get("metrics", {}).get("shapes")
+        seen = record["outcome"].get("metrics", {}).get("shapes")
         if seen:
             shapes["answers"] += seen["answers"]
             shapes["violations"] += seen["violations"]
             shapes["codes"].update(seen["codes"])
             if seen.get("first") and len(shapes["examples"]) < 3:
                 shapes["examples"].append({"case": record["case"], "message": seen["first"]})
-        if status == "fail":
-            quality = set(outcome.get("metrics", {}).get("quality", []))
-            found = {outcome["code"]} | {f["code"] for f in outcome.get("findings", [])}
-            codes.update(found - quality)
-            if len(worst) < WORST_FAILURES:
-                worst.append(
-                    {
-                        "case": record["case"],
-                        "code": outcome["code"],
-                        "message": outcome["message"],
-                        "evidence": outcome.get("evidence", {}),
-                    }
-                )
-        elif status == "error":
+    shapes["codes"] = _by_count(shapes["codes"])
+    return shapes
+
+
+def _by_count(counter: Counter[str]) -> dict[str, int]:
+    return dict(sorted(counter.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _failures(records: Iterable[Mapping[str, Any]]) -> tuple[Counter[str], list[dict[str, Any]]]:
+    """The defect codes of the failed cases (accuracy codes aside), and the first failures."""
+    codes: Counter[str] = Counter()
+    worst: list[dict[str, Any]] = []
+    for record in records:
+        outcome = record["outcome"]
+        if outcome["status"] != "fail":
+            continue
+        quality = set(outcome.get("metrics", {}).get("quality", []))
+        found = {outcome["code"]} | {f["code"] for f in outcome.get("findings", [])}
+        codes.update(found - quality)
+        if len(worst) < WORST_FAILURES:
+            worst.append(
+                {
+                    "case": record["case"],
+                    "code": outcome["code"],
+                    "message": outcome["message"],
+                    "evidence": outcome.get("evidence", {}),
+                }
+            )
+    return codes, worst
+
+
+def summarize_family(
+    records: Iterable[Mapping[str, Any]],
+    baseline: Mapping[str, Any] | None = None,
+    summarize: Summarize | None = None,
+) -> dict[str, Any]:
+    """The scorecard entry of one family from its (latest) outcome records.
+
+    Args:
+        records: the latest outcome record of each of its cases.
+        baseline: the same family's entry in a baseline scorecard, if one was given.
+        summarize: the family's own sub-metrics (see ``Family.summarize``), if it has any.
+    """
+    records = list(records)
+    counts = dict.fromkeys(STATUSES, 0)
+    errors: Counter[str] = Counter()
+    requests = 0
+    for record in records:
+        outcome = record["outcome"]
+        counts[outcome["status"]] += 1
+        requests += int(outcome.get("metrics", {}).get("requests", 0) or 0)
+        if outcome["status"] == "error":
             errors[outcome.get("code") or "error"] += 1
+    codes, worst = _failures(records)
     graded = counts["pass"] + counts["fail"]
     interval = wilson_interval(counts["pass"], graded)
-    shapes["codes"] = dict(sorted(shapes["codes"].items(), key=lambda kv: (-kv[1], kv[0])))
-    metrics: dict[str, Any] = {"requests": requests, "shapes": shapes}
-    summarize = FAMILIES[name].summarize if name in FAMILIES.names() else None
+    metrics: dict[str, Any] = {"requests": requests, "shapes": _shapes(records)}
     if summarize is not None:
         metrics.update(summarize(records, baseline))
     return {
@@ -97,8 +118,8 @@ def summarize_family(
         "counts": counts,
         "score": counts["pass"] / graded if graded else None,
         "interval": list(interval) if interval else None,
-        "codes": dict(sorted(codes.items(), key=lambda kv: (-kv[1], kv[0]))),
-        "errors": dict(sorted(errors.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "codes": _by_count(codes),
+        "errors": _by_count(errors),
         "metrics": metrics,
         "worst": worst,
     }
@@ -116,29 +137,46 @@ def overall_verdict(families: Mapping[str, Mapping[str, Any]]) -> str:
     return "unsupported"
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class TranscriptSummary:
+    """What the scorecard says of the run's transcript.
+
+    Args:
+        sha256: digest of the merged transcript file.
+        records: number of records in it.
+        seen: served models and system fingerprints of every answer in it, and its
+            transport faults by kind (see ``provenance.seen_in_transcript``).
+    """
+
+    sha256: str
+    records: int
+    seen: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
 def build_scorecard(
     header: Mapping[str, Any],
     records: Mapping[str, Mapping[str, Any]],
     *,
     finished: str,
-    transcript_sha256: str,
-    transcript_records: int,
+    transcript: TranscriptSummary,
     sessions: int = 1,
     baseline: Mapping[str, Any] | None = None,
-    seen: Mapping[str, Any] | None = None,
+    summarizers: Mapping[str, Summarize] | None = None,
+    budget: Mapping[str, Any] | None = None,
+    gate: tuple[Mapping[str, Mapping[str, Any]], str] | None = None,
 ) -> dict[str, Any]:
-    """The scorecard of a run.
+    """The scorecard of a run, complete: built once, never edited after.
 
     Args:
         header: the journal's run header.
         records: the latest outcome record of each case, by case key.
         finished: when the session that writes this scorecard ended (ISO 8601).
-        transcript_sha256: digest of the merged transcript file.
-        transcript_records: number of records in it.
+        transcript: the transcript's digest, size and what it saw.
         sessions: how many sessions the run took (more than 1 after --resume).
         baseline: a scorecard of a reference endpoint to compare with (``--baseline``).
-        seen: served models and system fingerprints of every answer in the transcript,
-            and its transport faults by kind (see ``provenance.seen_in_transcript``).
+        summarizers: each family's own sub-metrics function, by family name.
+        budget: what ``--budget auto`` did (``run.budget.summary``), when it was on.
+        gate: the gate's thresholds and their source, when ``--gate`` applies.
     """
     settings = header["settings"]
     by_family: dict[str, list[Mapping[str, Any]]] = {name: [] for name in settings["families"]}
@@ -146,15 +184,12 @@ def build_scorecard(
         by_family.setdefault(record["family"], []).append(record)
     baseline_families = (baseline or {}).get("families", {})
     families = {
-        name: summarize_family(name, items, baseline_families.get(name))
+        name: summarize_family(items, baseline_families.get(name), (summarizers or {}).get(name))
         for name, items in by_family.items()
         if items
     }
-    capabilities = header.get("capabilities", {})
-    transcript: dict[str, Any] = {"sha256": transcript_sha256, "records": transcript_records}
-    if seen and "faults" in seen:
-        transcript["faults"] = dict(seen["faults"])
-    return {
+    seen = transcript.seen
+    card: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "verifier": {"name": "llm-endpoint-verifier", "version": __version__},
         "run": {
@@ -163,26 +198,41 @@ def build_scorecard(
             "finished": finished,
             "sessions": sessions,
         },
-        "endpoint": {
-            "url": settings["endpoint"],
-            "requested_model": settings.get("model"),
-            "model": capabilities.get("model", settings.get("model")),
-            "served_model": capabilities.get("served_model"),
-            "system_fingerprint": capabilities.get("system_fingerprint"),
-            "served_models": dict((seen or {}).get("served_models", {})),
-            "system_fingerprints": dict((seen or {}).get("system_fingerprints", {})),
-            "server": capabilities.get("server", {}),
-            "models": capabilities.get("models", []),
-            "tokenizer_endpoints": capabilities.get("tokenizer_endpoints"),
-            "vision": capabilities.get("vision"),
-        },
+        "endpoint": _endpoint(settings, header.get("capabilities", {}), seen),
         "settings": {k: v for k, v in settings.items() if k != "endpoint"},
         "corpus": header["corpus"],
         "profile": header.get("profile"),
         "verdict": overall_verdict(families),
         "families": families,
-        "transcript": transcript,
+        "transcript": {
+            "sha256": transcript.sha256,
+            "records": transcript.records,
+            **({"faults": dict(seen["faults"])} if "faults" in seen else {}),
+        },
         **({"baseline": baseline_identity(baseline)} if baseline is not None else {}),
+        **({"budget": dict(budget)} if budget is not None else {}),
+    }
+    if gate is not None:
+        card["gate"] = evaluate(card, *gate)
+    return card
+
+
+def _endpoint(
+    settings: Mapping[str, Any], capabilities: Mapping[str, Any], seen: Mapping[str, Any]
+) -> dict[str, Any]:
+    """What the scorecard says of the endpoint: as configured, as probed, as seen answering."""
+    return {
+        "url": settings["endpoint"],
+        "requested_model": settings.get("model"),
+        "model": capabilities.get("model", settings.get("model")),
+        "served_model": capabilities.get("served_model"),
+        "system_fingerprint": capabilities.get("system_fingerprint"),
+        "served_models": dict(seen.get("served_models", {})),
+        "system_fingerprints": dict(seen.get("system_fingerprints", {})),
+        "server": capabilities.get("server", {}),
+        "models": capabilities.get("models", []),
+        "tokenizer_endpoints": capabilities.get("tokenizer_endpoints"),
+        "vision": capabilities.get("vision"),
     }
 
 
