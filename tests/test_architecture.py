@@ -1,0 +1,118 @@
+"""The package's structure: families are pure graders, and no import cycle.
+
+Imports are read from the source (every ``import`` statement, those under ``TYPE_CHECKING``
+too): a cycle that only the type checker follows is still a knot a reader must untie.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from verifier.checks import FAMILIES
+
+PACKAGE = Path(__file__).resolve().parent.parent / "verifier"
+
+
+def module_name(path: Path) -> str:
+    """The dotted name of a module file of the package."""
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(path): path for path in PACKAGE.rglob("*.py")}
+
+
+def imports_of(name: str) -> set[str]:
+    """The package modules `name` imports (a name imported from a package counts as its
+    submodule when there is one)."""
+    path = MODULES[name]
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                source = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            for alias in node.names:
+                submodule = f"{source}.{alias.name}"
+                found.add(submodule if submodule in MODULES else source)
+    return {module for module in found if module in MODULES and module != name}
+
+
+GRAPH = {name: imports_of(name) for name in MODULES}
+FAMILY_MODULES = {f"verifier.checks.{name}" for name in FAMILIES.names()}
+
+
+def test_the_import_reader_sees_imports() -> None:
+    assert "verifier.checks.common" in GRAPH["verifier.checks.tool_calling"]
+    assert "verifier.protocol.requests" in GRAPH["verifier.run.executor"]
+    assert FAMILY_MODULES <= set(MODULES)
+
+
+def test_no_module_in_checks_reaches_the_network_the_run_or_the_scorecard() -> None:
+    forbidden = ("verifier.endpoint", "verifier.run", "verifier.scorecard")
+    reached = {
+        (name, target)
+        for name, targets in GRAPH.items()
+        if name.startswith("verifier.checks")
+        for target in targets
+        if target.startswith(forbidden)
+    }
+    assert reached == set()
+
+
+def test_no_family_imports_another() -> None:
+    crossed = {
+        (name, target)
+        for name in FAMILY_MODULES | {m for m in MODULES if m.startswith("verifier.checks.")}
+        for target in GRAPH[name] & FAMILY_MODULES
+        if target != name
+    }
+    assert crossed == set()
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import cycles of `graph`: its strongly connected components of two or more (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for name in sorted(graph):
+        if name not in index:
+            visit(name)
+    return found
+
+
+def test_the_cycle_finder_finds_cycles() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_package_has_no_import_cycle() -> None:
+    assert cycles(GRAPH) == []
