@@ -184,6 +184,34 @@ def _row() -> dict[str, Any]:
     return {"cases": 0, "accepted": 0, "rejected": 0, "valid": 0, "silent": 0}
 
 
+def _count_malformed(malformed: dict[str, int], status: str, codes: set[str]) -> None:
+    malformed["cases"] += 1
+    malformed["rejected_4xx"] += status == "pass"
+    malformed["accepted"] += "malformed_format_accepted" in codes
+    malformed["server_error"] += "malformed_format_5xx" in codes
+    malformed["no_error_object"] += "rejected_without_error_object" in codes
+
+
+def _count_constrained(row: dict[str, Any], status: str, metrics: Mapping[str, Any]) -> None:
+    row["cases"] += 1
+    if not metrics.get("accepted", True):
+        row["rejected"] += 1
+        return
+    row["accepted"] += 1
+    if status == "pass":
+        row["valid"] += 1
+    else:
+        row["silent"] += 1
+
+
+def _with_rates(table: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    for row in table.values():
+        row["declared_coverage"] = rate(row["accepted"], row["cases"])
+        row["empirical_coverage"] = rate(row["valid"], row["accepted"])
+        row["silent_acceptance"] = rate(row["silent"], row["accepted"])
+    return dict(sorted(table.items()))
+
+
 def summarize(
     records: Iterable[Mapping[str, Any]], baseline: Mapping[str, Any] | None
 ) -> dict[str, Any]:
@@ -191,62 +219,39 @@ def summarize(
     keywords: dict[str, dict[str, Any]] = {}
     modes: dict[str, dict[str, Any]] = {}
     violated: Counter[str] = Counter()
-    malformed = {
-        "cases": 0,
-        "rejected_4xx": 0,
-        "accepted": 0,
-        "server_error": 0,
-        "no_error_object": 0,
-    }
+    malformed = dict.fromkeys(
+        ("cases", "rejected_4xx", "accepted", "server_error", "no_error_object"), 0
+    )
     truncation = {"cases": 0, "passed": 0, "without_length": 0}
     for record in records:
         outcome = record["outcome"]
         metrics = outcome.get("metrics", {})
-        if outcome["status"] == "error":
+        status = outcome["status"]
+        if status == "error":
             continue
         kind = metrics.get("kind", "constrained")
         codes = {f["code"] for f in outcome.get("findings", [])}
         if kind == "malformed":
-            malformed["cases"] += 1
-            malformed["rejected_4xx"] += outcome["status"] == "pass"
-            malformed["accepted"] += "malformed_format_accepted" in codes
-            malformed["server_error"] += "malformed_format_5xx" in codes
-            malformed["no_error_object"] += "rejected_without_error_object" in codes
-            continue
-        if kind == "truncation":
+            _count_malformed(malformed, status, codes)
+        elif kind == "truncation":
             truncation["cases"] += 1
-            truncation["passed"] += outcome["status"] == "pass"
+            truncation["passed"] += status == "pass"
             truncation["without_length"] += "truncated_without_length" in codes
-            continue
-        for table, key in (
-            (keywords, metrics.get("keyword", "?")),
-            (modes, metrics.get("mode", "?")),
-        ):
-            row = table.setdefault(key, _row())
-            row["cases"] += 1
-            if not metrics.get("accepted", True):
-                row["rejected"] += 1
-                continue
-            row["accepted"] += 1
-            if outcome["status"] == "pass":
-                row["valid"] += 1
-            else:
-                row["silent"] += 1
-        violated.update(metrics.get("violated", []))
-    for table in (keywords, modes):
-        for row in table.values():
-            row["declared_coverage"] = rate(row["accepted"], row["cases"])
-            row["empirical_coverage"] = rate(row["valid"], row["accepted"])
-            row["silent_acceptance"] = rate(row["silent"], row["accepted"])
+        else:
+            _count_constrained(
+                keywords.setdefault(metrics.get("keyword", "?"), _row()), status, metrics
+            )
+            _count_constrained(modes.setdefault(metrics.get("mode", "?"), _row()), status, metrics)
+            violated.update(metrics.get("violated", []))
     silent = sorted(
         ((k, r["silent"]) for k, r in keywords.items() if r["silent"]),
         key=lambda kv: (-kv[1], kv[0]),
     )
     return {
-        "keywords": dict(sorted(keywords.items())),
+        "keywords": _with_rates(keywords),
         "silent_acceptance": [{"keyword": k, "cases": n} for k, n in silent],
         "violated_keywords": dict(sorted(violated.items(), key=lambda kv: (-kv[1], kv[0]))),
-        "modes": dict(sorted(modes.items())),
+        "modes": _with_rates(modes),
         "malformed": malformed,
         "truncation": truncation,
     }

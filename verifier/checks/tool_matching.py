@@ -120,43 +120,7 @@ def compare_calls(
             unmatched.append(wanted)
         else:
             remaining.remove(hit)
-    findings = []
-    for wanted in unmatched:
-        same_name = next((c for c in remaining if c.name == wanted["name"]), None)
-        if same_name is not None:
-            remaining.remove(same_name)
-            problems = argument_problems(same_name.arguments, wanted["arguments"])
-            findings.append(
-                Finding(
-                    "value_mismatch",
-                    f"{wanted['name']}: " + "; ".join(problems),
-                    expected={k: v[0] for k, v in wanted["arguments"].items() if v[0] != ""},
-                    actual=same_name.arguments,
-                    attempt=attempt,
-                    compare=True,
-                )
-            )
-        elif remaining:
-            other = remaining.pop(0)
-            findings.append(
-                Finding(
-                    "wrong_tool",
-                    f"called {other.name!r} where {wanted['name']!r} was expected",
-                    expected=wanted["name"],
-                    actual=other.name,
-                    attempt=attempt,
-                )
-            )
-        else:
-            findings.append(
-                Finding(
-                    "missing_call",
-                    f"no call to {wanted['name']!r}"
-                    + (" (no tool was called)" if not calls else ""),
-                    expected=wanted["name"],
-                    attempt=attempt,
-                )
-            )
+    findings = [_unmatched(wanted, remaining, bool(calls), attempt) for wanted in unmatched]
     for extra in remaining:
         message = (
             f"called {extra.name!r} where no tool fits"
@@ -165,3 +129,39 @@ def compare_calls(
         )
         findings.append(Finding("unexpected_call", message, actual=extra.name, attempt=attempt))
     return findings
+
+
+def _unmatched(
+    wanted: Mapping[str, Any], remaining: list[Call], called: bool, attempt: str | None
+) -> Finding:
+    """Why an expected call had no match: the tool with other values, another tool, or none.
+
+    Takes the call it pairs `wanted` with out of `remaining`.
+    """
+    same_name = next((c for c in remaining if c.name == wanted["name"]), None)
+    if same_name is not None:
+        remaining.remove(same_name)
+        problems = argument_problems(same_name.arguments, wanted["arguments"])
+        return Finding(
+            "value_mismatch",
+            f"{wanted['name']}: " + "; ".join(problems),
+            expected={k: v[0] for k, v in wanted["arguments"].items() if v[0] != ""},
+            actual=same_name.arguments,
+            attempt=attempt,
+            compare=True,
+        )
+    if remaining:
+        other = remaining.pop(0)
+        return Finding(
+            "wrong_tool",
+            f"called {other.name!r} where {wanted['name']!r} was expected",
+            expected=wanted["name"],
+            actual=other.name,
+            attempt=attempt,
+        )
+    return Finding(
+        "missing_call",
+        f"no call to {wanted['name']!r}" + (" (no tool was called)" if not called else ""),
+        expected=wanted["name"],
+        attempt=attempt,
+    )

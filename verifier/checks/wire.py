@@ -105,33 +105,41 @@ def protocol_findings(
                 attempt=attempt,
             )
         )
-    if include_usage:
-        if result.usage is None:
-            findings.append(
+    return findings + usage_chunk_findings(result, include_usage=include_usage, attempt=attempt)
+
+
+def usage_chunk_findings(
+    result: ChatResult, *, include_usage: bool, attempt: str | None = None
+) -> list[Finding]:
+    """A stream's usage: in a final chunk with no choices exactly when it was asked for (pure)."""
+    if not include_usage:
+        if result.usage is not None and result.usage_source == "final_chunk":
+            return [
                 Finding(
-                    "usage_missing",
-                    "stream_options.include_usage is set, but no usage chunk came",
+                    "usage_unrequested",
+                    "a usage chunk came although include_usage is false",
                     attempt=attempt,
                 )
-            )
-        elif result.usage_source != "final_chunk":
-            findings.append(
-                Finding(
-                    "usage_not_final_chunk",
-                    f"usage came in a chunk with choices "
-                    f"({result.usage_source}), not in a final chunk with choices []",
-                    attempt=attempt,
-                )
-            )
-    elif result.usage is not None and result.usage_source == "final_chunk":
-        findings.append(
+            ]
+        return []
+    if result.usage is None:
+        return [
             Finding(
-                "usage_unrequested",
-                "a usage chunk came although include_usage is false",
+                "usage_missing",
+                "stream_options.include_usage is set, but no usage chunk came",
                 attempt=attempt,
             )
-        )
-    return findings
+        ]
+    if result.usage_source != "final_chunk":
+        return [
+            Finding(
+                "usage_not_final_chunk",
+                f"usage came in a chunk with choices "
+                f"({result.usage_source}), not in a final chunk with choices []",
+                attempt=attempt,
+            )
+        ]
+    return []
 
 
 def usage_findings(result: ChatResult, attempt: str | None = None) -> list[Finding]:

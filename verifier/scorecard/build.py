@@ -179,15 +179,7 @@ def build_scorecard(
         gate: the gate's thresholds and their source, when ``--gate`` applies.
     """
     settings = header["settings"]
-    by_family: dict[str, list[Mapping[str, Any]]] = {name: [] for name in settings["families"]}
-    for record in records.values():
-        by_family.setdefault(record["family"], []).append(record)
-    baseline_families = (baseline or {}).get("families", {})
-    families = {
-        name: summarize_family(items, baseline_families.get(name), (summarizers or {}).get(name))
-        for name, items in by_family.items()
-        if items
-    }
+    families = _families(settings["families"], records.values(), baseline, summarizers or {})
     seen = transcript.seen
     card: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
@@ -215,6 +207,24 @@ def build_scorecard(
     if gate is not None:
         card["gate"] = evaluate(card, *gate)
     return card
+
+
+def _families(
+    names: Iterable[str],
+    records: Iterable[Mapping[str, Any]],
+    baseline: Mapping[str, Any] | None,
+    summarizers: Mapping[str, Summarize],
+) -> dict[str, dict[str, Any]]:
+    """The entry of every family that has an outcome, in the run's order of families."""
+    by_family: dict[str, list[Mapping[str, Any]]] = {name: [] for name in names}
+    for record in records:
+        by_family.setdefault(record["family"], []).append(record)
+    baseline_families = (baseline or {}).get("families", {})
+    return {
+        name: summarize_family(items, baseline_families.get(name), summarizers.get(name))
+        for name, items in by_family.items()
+        if items
+    }
 
 
 def _endpoint(
