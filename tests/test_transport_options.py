@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from tests.conftest import VerifierRun, fake_key, serve_in_thread
-from verifier.run.session import _resume_mismatch
+from verifier.run.journal import resume_mismatch
 from verifier.simulator.defects import parse_defects
 from verifier.simulator.server import SimulatorServer
 
@@ -97,8 +97,8 @@ def test_a_resumed_run_may_change_concurrency_but_not_the_seed() -> None:
     old = {"settings": {"seed": 1, "concurrency": 1}, "corpus": {"digest": "x"}, "profile": None}
     faster = {"settings": {"seed": 1, "concurrency": 16}, "corpus": {"digest": "x"}}
     other = {"settings": {"seed": 2, "concurrency": 1}, "corpus": {"digest": "x"}}
-    assert _resume_mismatch(old, {**faster, "profile": None}) is None
-    assert _resume_mismatch(old, {**other, "profile": None}) == "seed: 1 then, 2 now"
+    assert resume_mismatch(old, {**faster, "profile": None}) is None
+    assert resume_mismatch(old, {**other, "profile": None}) == "seed: 1 then, 2 now"
 
 
 def test_bad_concurrency_is_one_line(run_verifier: Run) -> None:

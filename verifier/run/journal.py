@@ -123,3 +123,21 @@ class Journal:
             if self._fd >= 0:
                 os.close(self._fd)
                 self._fd = -1
+
+
+# Settings a resumed run may change: they change how fast, never what is graded.
+RESUMABLE_SETTINGS = frozenset({"concurrency", "insecure"})
+
+
+def resume_mismatch(old: dict[str, Any], new: dict[str, Any]) -> str | None:
+    """Which setting differs between a journal's run and this one, if any."""
+    for key, value in new["settings"].items():
+        if key in RESUMABLE_SETTINGS:
+            continue
+        if old.get("settings", {}).get(key) != value:
+            return f"{key}: {old.get('settings', {}).get(key)!r} then, {value!r} now"
+    if old.get("corpus", {}).get("digest") != new["corpus"]["digest"]:
+        return "the case corpus changed"
+    if old.get("profile") != new.get("profile"):
+        return "the profile changed"
+    return None

@@ -1,4 +1,4 @@
-"""The files of a run in the ``--out`` folder: names, atomic writes, transcript shards."""
+"""The files of a run in the ``--out`` folder: names, atomic writes, shards, results."""
 
 from __future__ import annotations
 
@@ -10,6 +10,13 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..render.scorecard_markdown import render_scorecard_markdown
+from ..scorecard.validate import scorecard_json
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -142,3 +149,18 @@ def write_atomic(path: Path, data: bytes) -> None:
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+
+
+def write_results(out: OutDir, card: dict[str, Any], signing_key: Ed25519PrivateKey | None) -> None:
+    """Write the scorecard, its summary and, with a key, its signed envelope, each atomically."""
+    write_atomic(out.scorecard, scorecard_json(card))
+    write_atomic(out.summary, render_scorecard_markdown(card).encode("utf-8"))
+    if signing_key is not None:
+        from ..scorecard.signing import sign_statement, statement
+
+        sha = card["transcript"]["sha256"]
+        signed = statement(card, transcript_sha256=sha, corpus_sha256=card["corpus"]["digest"])
+        write_atomic(out.signed, sign_statement(signed, signing_key))
+    else:
+        # An envelope from an earlier session no longer matches this scorecard.
+        out.signed.unlink(missing_ok=True)

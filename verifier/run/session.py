@@ -13,7 +13,6 @@ import contextlib
 import threading
 import uuid
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,22 +29,20 @@ from ..errors import ConfigError, SigningError, VerifierError
 from ..outcome import Outcome, Status
 from ..protocol.tokenize import TokenizerEndpoints
 from ..reference.profiles import NO_PROFILE, builtin_names, load_profile, profile_for_model
-from ..render.report import render_outcome, summary_lines
-from ..render.scorecard_markdown import render_scorecard_markdown
+from ..render.report import summary_lines
 from ..scorecard.build import TranscriptSummary, build_scorecard
 from ..scorecard.gate import load_thresholds
 from ..scorecard.gate import summary_lines as gate_lines
 from ..scorecard.provenance import seen_in_transcript
-from ..scorecard.validate import scorecard_json
 from .budget import Budget
 from .budget import summary as budget_summary
 from .budget import summary_lines as budget_lines
 from .executor import run_case
-from .journal import FINAL_STATUSES, Journal, JournalContents, read_journal
-from .outdir import OutDir, write_atomic
+from .items import SESSION_KEY, CaseItem, FamilyCollector, queued_items
+from .journal import FINAL_STATUSES, Journal, JournalContents, read_journal, resume_mismatch
+from .outdir import OutDir, write_results
 from .schedule import CaseScheduler
 
-SESSION_KEY = pytest.StashKey["VerifierSession"]()
 WORKER_INPUT_KEY = "verifier"
 
 
@@ -74,16 +71,7 @@ class VerifierSession:
         self.config = config
         self.run = run
         self.is_worker = hasattr(config, "workerinput")
-        self.corpus: Corpus = load_corpus(run.families)
-        if run.generated and "structured_output" in run.families:
-            from ..cases.generated import generated_cases
-
-            extra, digest = generated_cases(run.generated, run.generation_seed)
-            self.corpus = self.corpus.extended(extra, "structured_output/generated", digest)
-        for case in self.corpus.cases:
-            check = FAMILIES[case.family].check_case
-            if check is not None:
-                check(case)
+        self.corpus = self._corpus()
         if not config.option.collectonly:
             threading.Thread(target=self._prepare, name="verifier-prepare", daemon=True).start()
         self.out = OutDir(prepare_out_dir(run.out_dir))
@@ -101,16 +89,39 @@ class VerifierSession:
         self.moved_previous = False
         self.sessions = 1
         if self.is_worker:
-            shared = config.workerinput[WORKER_INPUT_KEY]  # type: ignore[attr-defined]
-            self.run_id: str = shared["run_id"]
-            self.capabilities = Capabilities.from_dict(shared["capabilities"])
-            self.done: dict[str, dict[str, Any]] = shared["done"]
-            self._use_profile(shared["profile"], shared["profile_chosen"])
-            self._count_done()
-            worker = config.workerinput["workerid"]  # type: ignore[attr-defined]
-            self.client = self._client(worker)
-            self.scheduler = CaseScheduler(self._run_case, run.concurrency)
-            return
+            self._start_worker(config.workerinput)  # type: ignore[attr-defined]
+        else:
+            self._start_controller()
+        self._count_done()
+        self.scheduler = CaseScheduler(self._run_case, run.concurrency)
+
+    def _corpus(self) -> Corpus:
+        """The run's cases (the generated ones included), each checked by its family."""
+        run = self.run
+        corpus = load_corpus(run.families)
+        if run.generated and "structured_output" in run.families:
+            from ..cases.generated import generated_cases
+
+            extra, digest = generated_cases(run.generated, run.generation_seed)
+            corpus = corpus.extended(extra, "structured_output/generated", digest)
+        for case in corpus.cases:
+            check = FAMILIES[case.family].check_case
+            if check is not None:
+                check(case)
+        return corpus
+
+    def _start_worker(self, workerinput: dict[str, Any]) -> None:
+        """An xdist worker takes the controller's probe, profile and resumed outcomes."""
+        shared = workerinput[WORKER_INPUT_KEY]
+        self.run_id: str = shared["run_id"]
+        self.capabilities = Capabilities.from_dict(shared["capabilities"])
+        self.done: dict[str, dict[str, Any]] = shared["done"]
+        self._use_profile(shared["profile"], shared["profile_chosen"])
+        self.client = self._client(workerinput["workerid"])
+
+    def _start_controller(self) -> None:
+        """Probe the endpoint, choose the profile, open (or resume) the journal."""
+        run = self.run
         self.started = _now()
         self.done = {}
         given = run.profile if run.profile != NO_PROFILE else None
@@ -139,8 +150,6 @@ class VerifierSession:
             if not self.run.resume:
                 self.moved_previous = self.out.move_previous(keep_run=self.run_id)
             self.journal = Journal.create(self.out.journal, header)
-        self._count_done()
-        self.scheduler = CaseScheduler(self._run_case, run.concurrency)
 
     def _use_profile(self, spec: str | None, chosen: str | None) -> None:
         """Load the profile `spec` (None: none), and the thresholds that depend on it."""
@@ -202,7 +211,7 @@ class VerifierSession:
             return header
         old = resumed.header
         assert old is not None, "a resumed journal has a header"
-        mismatch = _resume_mismatch(old, header)
+        mismatch = resume_mismatch(old, header)
         if mismatch:
             raise VerifierError(
                 f"--resume: the run in {self.out.root} differs ({mismatch}); "
@@ -434,17 +443,7 @@ class VerifierSession:
         ):
             passed = card["gate"]["passed"]
             session.exitstatus = pytest.ExitCode.OK if passed else pytest.ExitCode.TESTS_FAILED
-        write_atomic(self.out.scorecard, scorecard_json(card))
-        write_atomic(self.out.summary, render_scorecard_markdown(card).encode("utf-8"))
-        if self.signing_key is not None:
-            from ..scorecard.signing import sign_statement, statement
-
-            sha = card["transcript"]["sha256"]
-            signed = statement(card, transcript_sha256=sha, corpus_sha256=card["corpus"]["digest"])
-            write_atomic(self.out.signed, sign_statement(signed, self.signing_key))
-        else:
-            # An envelope from an earlier session no longer matches this scorecard.
-            self.out.signed.unlink(missing_ok=True)
+        write_results(self.out, card, self.signing_key)
         self.scorecard = card
 
     def _scorecard(self, contents: JournalContents) -> dict[str, Any]:
@@ -493,40 +492,6 @@ class VerifierSession:
             terminalreporter.write_line(f"signed: {self.out.signed}")
 
 
-# Settings a resumed run may change: they change how fast, never what is graded.
-RESUMABLE_SETTINGS = frozenset({"concurrency", "insecure"})
-
-
-def queued_items(item: pytest.Item) -> list[pytest.Item]:
-    """The items an xdist worker was sent and has not started, in its queue's order.
-
-    pytest-xdist keeps them in its worker plugin's ``torun`` queue, which it lets others
-    inspect under the queue's lock. Without it (another xdist), nothing is started ahead.
-    """
-    session = item.session
-    for plugin in session.config.pluginmanager.get_plugins():
-        queue = getattr(plugin, "torun", None)
-        if queue is not None and hasattr(queue, "lock"):
-            with queue.lock() as pending:
-                indices = [index for index in pending if isinstance(index, int)]
-            return [session.items[index] for index in indices]
-    return []
-
-
-def _resume_mismatch(old: dict[str, Any], new: dict[str, Any]) -> str | None:
-    """Which setting differs between a journal's run and this one, if any."""
-    for key, value in new["settings"].items():
-        if key in RESUMABLE_SETTINGS:
-            continue
-        if old.get("settings", {}).get(key) != value:
-            return f"{key}: {old.get('settings', {}).get(key)!r} then, {value!r} now"
-    if old.get("corpus", {}).get("digest") != new["corpus"]["digest"]:
-        return "the case corpus changed"
-    if old.get("profile") != new.get("profile"):
-        return "the profile changed"
-    return None
-
-
 class XdistHooks:
     """Hooks that exist only when pytest-xdist is installed."""
 
@@ -536,54 +501,3 @@ class XdistHooks:
     def pytest_configure_node(self, node: Any) -> None:
         """Send each worker the probe's result and the resumed outcomes."""
         node.workerinput[WORKER_INPUT_KEY] = self.session.worker_input()
-
-
-class FamilyCollector(pytest.Collector):
-    """The cases of one family; its node id is the family name."""
-
-    def __init__(self, *, cases: list[Case], **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.cases = cases
-
-    def collect(self) -> list[pytest.Item]:
-        """One item per case."""
-        return [CaseItem.from_parent(self, name=case.id, case=case) for case in self.cases]
-
-
-class CaseItem(pytest.Item):
-    """One case: run (or resumed) in setup, judged in the call phase."""
-
-    def __init__(self, *, case: Case, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.case = case
-        self.outcome: Outcome | None = None
-        self.resumed = False
-        self.add_marker(case.family)
-
-    def setup(self) -> None:
-        """Send the case's requests and grade them; a transport fault is a pytest error."""
-        session = self.config.stash[SESSION_KEY]
-        self.outcome, self.resumed = session.outcome_for(self.case)
-        if self.outcome is None:
-            pytest.skip(session.budget_reason(self.case))
-        if self.outcome.status is Status.ERROR:
-            pytest.fail(render_outcome(self.case, self.outcome), pytrace=False)
-
-    def runtest(self) -> None:
-        """Pass, fail with the explanation, or skip as unsupported."""
-        outcome = self.outcome
-        assert outcome is not None, "setup ran the case"
-        if outcome.status is Status.UNSUPPORTED:
-            message = outcome.message
-            pytest.skip(message if message.startswith("unsupported") else f"unsupported: {message}")
-        if outcome.status is Status.FAIL:
-            pytest.fail(render_outcome(self.case, outcome), pytrace=False)
-
-    def reportinfo(self) -> tuple[Path, int | None, str]:
-        """Point at the case's line in its file."""
-        file, _, line = self.case.source.rpartition(":")
-        return (
-            Path(file),
-            int(line) - 1 if line.isdigit() else None,
-            f"{self.case.family}::{self.case.id}",
-        )
