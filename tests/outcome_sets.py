@@ -10,12 +10,14 @@ before and after a change and compare the files::
 
 A vendor is ``clean``, a simulated defect's name (``verifier defects`` lists them), or
 ``llama:NAME`` for one of the real-server processes the tests start (stock, variant, vision).
+Evidence quotes the real server's model path: compare runs made from checkouts at one path.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -26,6 +28,8 @@ from verifier.simulator.process import SimulatorProcess
 
 # Fields of an outcome record that differ between two runs of the same corpus.
 VOLATILE = ("time",)
+# A real server's answer quoted in evidence carries its creation time.
+CREATED = re.compile(r"""(['"]created['"]: )\d+""")
 
 
 def normalised(journal: Path) -> list[str]:
@@ -35,7 +39,9 @@ def normalised(journal: Path) -> list[str]:
         record = json.loads(line)
         if record["type"] == "outcome":
             latest[record["case"]] = {k: v for k, v in record.items() if k not in VOLATILE}
-    return [json.dumps(latest[key], sort_keys=True) for key in sorted(latest)]
+    return [
+        CREATED.sub(r"\g<1>0", json.dumps(latest[key], sort_keys=True)) for key in sorted(latest)
+    ]
 
 
 def run(vendor: str, work: Path) -> list[str]:
