@@ -5,7 +5,7 @@ line (sorted keys, by case), without the fields that change from run to run (tim
 before and after a change and compare the files::
 
     python -m tests.outcome_sets clean > before-clean.jsonl
-    python -m tests.outcome_sets tool-args-invalid-json > before-json.jsonl
+    python -m tests.outcome_sets tool-args-not-json > before-json.jsonl
     python -m tests.outcome_sets llama:stock > before-llama.jsonl
 
 A vendor is ``clean``, a simulated defect's name (``verifier defects`` lists them), or

@@ -13,6 +13,7 @@ import difflib
 import json
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -105,6 +106,15 @@ def positive_seconds(value: str) -> float:
     if not number > 0 or number == float("inf"):
         raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, given: {value!r}")
     return number
+
+
+def known_families(registered: Iterable[str]) -> tuple[str, ...]:
+    """The registered families: the built-in ones in their documented order, then the others."""
+    names = list(registered)
+    return (
+        *(name for name in FAMILY_NAMES if name in names),
+        *(name for name in names if name not in FAMILY_NAMES),
+    )
 
 
 def family_list(value: str, known: tuple[str, ...]) -> tuple[str, ...]:

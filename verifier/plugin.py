@@ -19,6 +19,7 @@ from .config import (
     RunConfig,
     env_var_name,
     family_list,
+    known_families,
     non_negative_int,
     normalize_endpoint,
     positive_int,
@@ -179,6 +180,13 @@ def _option_type(option: str, parse: Callable[[str], Any]) -> Callable[[str], An
     return convert
 
 
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    """Declare the hooks other plugins implement to extend a run (see :mod:`verifier.hookspecs`)."""
+    from . import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Register the markers; with ``--endpoint``, start the verification session."""
     for name in FAMILY_NAMES:
@@ -188,6 +196,7 @@ def pytest_configure(config: pytest.Config) -> None:
         if config.getoption("resume", False):
             raise pytest.UsageError("--resume needs --endpoint: it continues a verification run")
         return
+    _register_families(config)
     try:
         run_config = RunConfig(
             endpoint=endpoint,
@@ -226,9 +235,18 @@ def _path_or_none(value: str | None) -> Path | None:
     return None if value is None else Path(value)
 
 
+def _register_families(config: pytest.Config) -> None:
+    """Let other plugins add their families, and mark their cases like the built-in ones."""
+    from .checks import FAMILIES
+
+    config.hook.pytest_verifier_register_families(registry=FAMILIES)
+    for name in FAMILIES.names():
+        if name not in FAMILY_NAMES:
+            config.addinivalue_line("markers", f"{name}: conformance cases of the {name} family")
+
+
 def _families_option(value: str | None) -> tuple[str, ...]:
     from .checks import FAMILIES
 
-    registered = set(FAMILIES.names())
-    known = tuple(name for name in FAMILY_NAMES if name in registered)
+    known = known_families(FAMILIES.names())
     return known if value is None else family_list(value, known)

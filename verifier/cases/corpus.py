@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from jsonschema import exceptions as jsonschema_exceptions
+from jsonschema.protocols import Validator
 
 from .. import resources
 from ..errors import CaseDataError
@@ -63,8 +64,12 @@ def _json_path(error: jsonschema_exceptions.ValidationError) -> str:
     return error.json_path if error.path else "$"
 
 
-def parse_line(text: str, path: str, line: int, family: str) -> Case:
+def parse_line(
+    text: str, path: str, line: int, family: str, validator: Validator | None = None
+) -> Case:
     """Parse and validate one JSONL line as a case of `family`.
+
+    `validator` checks the case (default: the family's ``schemas/<family>.case.schema.json``).
 
     Raises:
         CaseDataError: naming ``path:line``, the JSON path and the schema's complaint.
@@ -77,14 +82,16 @@ def parse_line(text: str, path: str, line: int, family: str) -> Case:
         # Valid JSON syntax that Python refuses: an integer of more than 4300 digits, or
         # nesting deeper than the interpreter's recursion limit.
         raise CaseDataError(path, line, f"not valid JSON: {exc}") from None
-    validator = resources.validator(f"{family}.case")
+    validator = validator or resources.validator(f"{family}.case")
     error = jsonschema_exceptions.best_match(validator.iter_errors(data))
     if error is not None:
         raise CaseDataError(path, line, f"{_json_path(error)}: {error.message}")
     return Case(family=family, id=data["id"], data=data, source=f"{path}:{line}")
 
 
-def load_family(folder: Path, family: str) -> tuple[list[Case], str]:
+def load_family(
+    folder: Path, family: str, validator: Validator | None = None
+) -> tuple[list[Case], str]:
     """Every case in ``folder/*.jsonl``, and the family's sha256 over those files.
 
     Raises:
@@ -104,7 +111,7 @@ def load_family(folder: Path, family: str) -> tuple[list[Case], str]:
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
-            case = parse_line(line, display, number, family)
+            case = parse_line(line, display, number, family, validator)
             if case.id in seen:
                 raise CaseDataError(
                     display, number, f"duplicate case id {case.id!r} (first at {seen[case.id]})"
@@ -114,8 +121,17 @@ def load_family(folder: Path, family: str) -> tuple[list[Case], str]:
     return cases, digest.hexdigest()
 
 
-def load_corpus(families: Iterable[str], root: Path | None = None) -> Corpus:
+def load_corpus(
+    families: Iterable[str],
+    root: Path | None = None,
+    *,
+    folders: Mapping[str, Path] | None = None,
+    validators: Mapping[str, Validator] | None = None,
+) -> Corpus:
     """Load the cases of `families` from `root` (default: the packaged ``cases/``).
+
+    A family registered by another plugin brings its own case folder (`folders`) and case
+    schema (`validators`), by family name.
 
     Raises:
         CaseDataError: for a missing family folder, a bad line or a duplicate id.
@@ -124,10 +140,10 @@ def load_corpus(families: Iterable[str], root: Path | None = None) -> Corpus:
     cases: list[Case] = []
     digests: dict[str, str] = {}
     for family in families:
-        folder = base / family
+        folder = (folders or {}).get(family) or base / family
         if not folder.is_dir():
             raise CaseDataError(_display(folder), None, "no such case folder")
-        loaded, digests[family] = load_family(folder, family)
+        loaded, digests[family] = load_family(folder, family, (validators or {}).get(family))
         cases.extend(loaded)
     return Corpus(cases=tuple(cases), digests=digests)
 

@@ -9,7 +9,8 @@ the case's :class:`~verifier.outcome.Outcome`. It sends nothing itself: the exec
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from ..cases.corpus import Case
@@ -48,6 +49,10 @@ class Family:
             every case is one such request.
         prepare: local work a case needs (its images), done in the background while the
             probe waits on the network; None when there is none.
+        cases: the folder of the family's ``*.jsonl`` case files; None for the packaged
+            ``cases/<name>/`` (a family from another plugin brings its own).
+        case_schema: the JSON Schema each case must match; None for the packaged
+            ``schemas/<name>.case.schema.json``.
     """
 
     name: str
@@ -58,6 +63,8 @@ class Family:
     description: str = ""
     cost: Cost | None = None
     prepare: Prepare | None = None
+    cases: Path | None = None
+    case_schema: Mapping[str, Any] | None = None
 
 
 class Registry:

@@ -16,12 +16,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from jsonschema import Draft202012Validator
 
 from .. import __version__
 from ..cases.corpus import Case, Corpus, load_corpus
 from ..checks import FAMILIES
 from ..checks.registry import RunContext
-from ..config import FAMILY_NAMES, RunConfig, load_baseline, prepare_out_dir
+from ..config import RunConfig, known_families, load_baseline, prepare_out_dir
 from ..endpoint.client import EndpointClient
 from ..endpoint.probe import Capabilities, probe
 from ..endpoint.transcript import Transcript
@@ -98,7 +99,16 @@ class VerifierSession:
     def _corpus(self) -> Corpus:
         """The run's cases (the generated ones included), each checked by its family."""
         run = self.run
-        corpus = load_corpus(run.families)
+        own = [FAMILIES[name] for name in run.families]
+        corpus = load_corpus(
+            run.families,
+            folders={f.name: f.cases for f in own if f.cases is not None},
+            validators={
+                f.name: Draft202012Validator(f.case_schema)
+                for f in own
+                if f.case_schema is not None
+            },
+        )
         if run.generated and "structured_output" in run.families:
             from ..cases.generated import generated_cases
 
@@ -157,7 +167,8 @@ class VerifierSession:
         self.profile = None if spec is None else load_profile(spec)
         self.profile_chosen = chosen
         profile_gate = self.profile.settings.get("gate") if self.profile else None
-        thresholds = load_thresholds(self.run.gate_thresholds, profile_gate, FAMILY_NAMES)
+        known = known_families(FAMILIES.names())
+        thresholds = load_thresholds(self.run.gate_thresholds, profile_gate, known)
         self.gate = thresholds if self.run.gate else None
         # --budget auto stops at the gate's thresholds (the defaults without --gate).
         self.thresholds = thresholds[0]
