@@ -53,7 +53,7 @@ class Finding:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Finding:
         """The inverse of :meth:`to_dict`."""
-        fields = {f.name: data.get(f.name) for f in dataclasses.fields(cls)}
+        fields: dict[str, Any] = {f.name: data.get(f.name) for f in dataclasses.fields(cls)}
         fields["compare"] = bool(fields["compare"])
         return cls(**fields)
 

@@ -10,6 +10,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from jsonschema import Draft202012Validator
+from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
 
 from ..errors import EndpointTimeout
@@ -110,13 +111,13 @@ def _is_truncated(text: str) -> bool:
 
 
 @functools.lru_cache(maxsize=4096)
-def _compiled(schema_text: str) -> Draft202012Validator:
+def _compiled(schema_text: str) -> Validator:
     schema = json.loads(schema_text)
     cls = validator_for(schema, default=Draft202012Validator)
     return cls(schema, format_checker=cls.FORMAT_CHECKER)
 
 
-def compiled_validator(schema: Any) -> Draft202012Validator:
+def compiled_validator(schema: Any) -> Validator:
     """A validator for `schema` (2020-12 unless it says otherwise, formats checked), cached."""
     return _compiled(json.dumps(schema, sort_keys=True))
 

@@ -106,9 +106,9 @@ def answer_findings(
 
 def content_parts(
     case_data: Mapping[str, Any], images: Sequence[Mapping[str, Any]]
-) -> list[dict[str, Any]]:
+) -> list[Mapping[str, Any]]:
     """Text before, the images with the text between them, the question after."""
-    parts: list[dict[str, Any]] = []
+    parts: list[Mapping[str, Any]] = []
     if case_data.get("before"):
         parts.append({"type": "text", "text": case_data["before"]})
     between = case_data.get("between", [])
@@ -120,7 +120,7 @@ def content_parts(
     return parts
 
 
-def _chat(ctx: RunContext, parts: list[dict[str, Any]], name: str) -> Chat:
+def _chat(ctx: RunContext, parts: Sequence[Mapping[str, Any]], name: str) -> Chat:
     images = sum(part.get("type") == "image_url" for part in parts)
     # Room to name every image, a sentence each.
     budget = 64 + 32 * images
@@ -213,7 +213,7 @@ def _run_transport(case: Case, ctx: RunContext) -> Graded:
 
 
 def _image_cost(
-    case: Case, ctx: RunContext, parts: list[dict[str, Any]], name: str
+    case: Case, ctx: RunContext, parts: Sequence[Mapping[str, Any]], name: str
 ) -> Generator[Chat, ChatResult, int]:
     base = yield from _text_only_count(case, ctx)
     result = yield _chat(ctx, parts, name)
@@ -354,7 +354,9 @@ PER_MEGAPIXEL = 0.1
 
 def megapixels(case: Case) -> float:
     """The pixels of a case's images, in millions."""
-    sizes = (image.get("size", [64, 64]) for image in case.data.get("images", []))
+    sizes: Iterable[Sequence[int]] = (
+        image.get("size", [64, 64]) for image in case.data.get("images", [])
+    )
     return sum(width * height for width, height in sizes) / 1e6
 
 

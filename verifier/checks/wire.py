@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import EndpointTimeout
 from ..outcome import Finding, Outcome
@@ -150,7 +150,7 @@ def usage_findings(result: ChatResult, attempt: str | None = None) -> list[Findi
     values = [usage.get(k) for k in ("prompt_tokens", "completion_tokens", "total_tokens")]
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
         return []  # a shape problem: response_shape / chunk_shape name it
-    prompt, completion, total = values
+    prompt, completion, total = cast(list[int], values)  # all three are ints, checked above
     if total != prompt + completion:
         return [
             Finding(
@@ -349,8 +349,8 @@ def _run_invalid(case: Case, ctx: RunContext) -> Graded:
         body = json.dumps({"model": ctx.model, **data.get("request", {})}).encode()
         request = Raw(body, data["content_type"], "invalid")
     else:
-        body = {"model": ctx.model, **data.get("request", {})}
-        request = Chat(body, "invalid", keep_persistent_5xx=True)
+        chat_body = {"model": ctx.model, **data.get("request", {})}
+        request = Chat(chat_body, "invalid", keep_persistent_5xx=True)
     try:
         result = yield request
     except EndpointTimeout as exc:

@@ -111,7 +111,8 @@ class ChatResult:
     def error_object(self) -> dict[str, Any] | None:
         """The OpenAI-shaped ``error`` object of a rejected request, when there is one."""
         if isinstance(self.body, dict) and isinstance(self.body.get("error"), dict):
-            return self.body["error"]
+            error: dict[str, Any] = self.body["error"]
+            return error
         return None
 
     @property
@@ -161,7 +162,9 @@ def _tool_calls(raw: Any, problems: list[Problem], where: str) -> list[ToolCall]
                 )
             )
             continue
-        function = item.get("function") if isinstance(item.get("function"), dict) else {}
+        function: dict[str, Any] = (
+            item["function"] if isinstance(item.get("function"), dict) else {}
+        )
         arguments = function.get("arguments")
         if arguments is not None and not isinstance(arguments, str):
             # Some servers send arguments as an object; keep it, as JSON, for grading.

@@ -95,4 +95,5 @@ def drive(exchange: Generator[Request, ChatResult, T], send: Callable[[Request],
             else:
                 request = exchange.send(answer)
     except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
+        value: T = done.value
+        return value

@@ -259,7 +259,9 @@ class StreamAccumulator:
             if not isinstance(index, int):
                 self._problem("tool_call_index_missing", "a tool-call delta has no index", number)
                 index = 0
-            function = item.get("function") if isinstance(item.get("function"), dict) else {}
+            function: dict[str, Any] = (
+                item["function"] if isinstance(item.get("function"), dict) else {}
+            )
             name = function.get("name")
             call = state.calls.get(index)
             if call is None:

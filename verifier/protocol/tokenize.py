@@ -60,7 +60,8 @@ class TokenizerEndpoints:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TokenizerEndpoints:
         """The inverse of :meth:`to_dict`."""
-        return cls(**{f.name: data.get(f.name) for f in dataclasses.fields(cls)})
+        fields: dict[str, Any] = {f.name: data.get(f.name) for f in dataclasses.fields(cls)}
+        return cls(**fields)
 
 
 def _ids(result: ChatResult) -> list[int] | None:

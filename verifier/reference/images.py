@@ -15,7 +15,7 @@ import json
 import struct
 import zlib
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from PIL import Image, ImageDraw, ImageFont
 
@@ -196,7 +196,10 @@ def describe(image: Image.Image) -> dict[str, Any]:
     picked = image.resize((min(image.width, 128), min(image.height, 128)), Image.Resampling.NEAREST)
     small = picked.convert("RGB")
     counts: dict[str, int] = {}
-    for count, pixel in small.getcolors(maxcolors=128 * 128) or []:
+    # An RGB image's colours are (r, g, b) tuples (Pillow's stubs allow one band's float too).
+    for count, pixel in cast(
+        list[tuple[int, tuple[int, int, int]]], small.getcolors(maxcolors=128 * 128) or []
+    ):
         name = nearest_colour(pixel)
         # Anti-aliased edge pixels are blends; only pixels near a named colour count.
         if sum((a - b) ** 2 for a, b in zip(COLOURS[name], pixel, strict=True)) < PURE:

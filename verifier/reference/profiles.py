@@ -191,7 +191,8 @@ def _token_text(value: Any) -> str | None:
     if isinstance(value, str):
         return value
     if isinstance(value, Mapping) and isinstance(value.get("content"), str):
-        return value["content"]
+        content: str = value["content"]
+        return content
     return None
 
 

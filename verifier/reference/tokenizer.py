@@ -39,7 +39,10 @@ class Tokenizer(Protocol):
 
     name: str
     digest: str
-    special_tokens: Mapping[str, int]
+
+    @property
+    def special_tokens(self) -> Mapping[str, int]:
+        """Special token text -> id."""
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Ids of `text`, every character ordinary (special-token text included)."""

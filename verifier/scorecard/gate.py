@@ -28,7 +28,7 @@ from typing import Any
 
 from ..errors import ConfigError
 
-THRESHOLDS: dict[str, type | tuple[type, ...]] = {
+THRESHOLDS: dict[str, type[int] | tuple[type[int], type[float]]] = {
     # Share of graded cases that passed (the point estimate; the interval is reported beside).
     "min_score": (int, float),
     # Share of attempted cases that ended in a transport error.
