@@ -13,6 +13,7 @@ from jsonschema import Draft202012Validator
 from verifier.cases.corpus import Case
 from verifier.cases.generated import generated_cases, keyword_schemas
 from verifier.checks.structured_output import malformed_findings, output_findings, summarize
+from verifier.outcome import CaseRecord
 from verifier.protocol.answers import ChatResult, Choice
 from verifier.simulator.conform import MISSING, conform
 from verifier.simulator.validation import response_format_problem
@@ -136,7 +137,7 @@ def record(
     violated: tuple[str, ...] = (),
     kind: str = "constrained",
     codes: tuple[str, ...] = (),
-) -> dict[str, Any]:
+) -> CaseRecord:
     metrics = {
         "keyword": keyword,
         "mode": mode,
@@ -144,14 +145,17 @@ def record(
         "violated": list(violated),
         "kind": kind,
     }
-    return {
-        "case": f"structured_output/{keyword}",
-        "outcome": {
-            "status": status,
-            "metrics": metrics,
-            "findings": [{"code": c, "message": ""} for c in codes],
-        },
-    }
+    return CaseRecord.from_dict(
+        {
+            "case": f"structured_output/{keyword}",
+            "family": "structured_output",
+            "outcome": {
+                "status": status,
+                "metrics": metrics,
+                "findings": [{"code": c, "message": ""} for c in codes],
+            },
+        }
+    )
 
 
 def test_matrix_counts_declared_empirical_and_silent() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 # A family's own sub-metrics for the scorecard, a pure function of (the latest outcome records
 # of its cases, the baseline scorecard's entry for the family) -> metrics.
-Summarize = Callable[[Iterable[Mapping[str, Any]], Mapping[str, Any] | None], dict[str, Any]]
+Summarize = Callable[[Iterable["CaseRecord"], Mapping[str, Any] | None], dict[str, Any]]
 
 
 class Status(enum.StrEnum):
@@ -124,3 +124,33 @@ class Outcome:
             metrics=dict(data.get("metrics", {})),
             evidence=dict(data.get("evidence", {})),
         )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CaseRecord:
+    """A case's graded outcome, as the journal keeps it.
+
+    Args:
+        case: the case's key, ``family/id``.
+        family: its family.
+        outcome: what grading it gave.
+    """
+
+    case: str
+    family: str
+    outcome: Outcome
+
+    @property
+    def id(self) -> str:
+        """The case's id within its family."""
+        return self.case.split("/", 1)[1]
+
+    @property
+    def status(self) -> str:
+        """The outcome's status, as the scorecard spells it."""
+        return self.outcome.status.value
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CaseRecord:
+        """A journal's outcome record (its ``time`` aside)."""
+        return cls(data["case"], data["family"], Outcome.from_dict(data["outcome"]))

@@ -30,7 +30,7 @@ from collections import Counter
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..outcome import Finding, Outcome
+from ..outcome import CaseRecord, Finding, Outcome
 from ..protocol.answers import ChatResult
 from ..protocol.requests import Chat, Exchange, Post
 from ..protocol.tokenize import apply_template, prompt_token_ids, tokenize_text
@@ -237,20 +237,18 @@ class _NoUsage(Exception):
     """The answer has no usage.prompt_tokens."""
 
 
-def summarize(
-    records: Iterable[Mapping[str, Any]], baseline: Mapping[str, Any] | None
-) -> dict[str, Any]:
+def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None) -> dict[str, Any]:
     """How far prompt_tokens strayed, and how often a baseline's equal ours (pure)."""
     offsets: Counter[int] = Counter()
     exact = 0
     counts: dict[str, int] = {}
     for record in records:
-        metrics = record["outcome"].get("metrics", {})
+        metrics = record.outcome.metrics
         if "offset" not in metrics:
             continue
         offsets[metrics["offset"]] += 1
         exact += metrics["offset"] == 0
-        counts[record["case"].split("/", 1)[1]] = metrics["actual"]
+        counts[record.id] = metrics["actual"]
     summary: dict[str, Any] = {
         "exact": exact,
         "offsets": {str(k): v for k, v in sorted(offsets.items())},

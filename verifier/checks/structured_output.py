@@ -32,7 +32,7 @@ from jsonschema import Draft202012Validator
 from jsonschema import exceptions as jsonschema_exceptions
 
 from ..errors import CaseDataError, EndpointTimeout
-from ..outcome import Finding, Outcome, Status
+from ..outcome import CaseRecord, Finding, Outcome, Status
 from ..protocol.answers import ChatResult
 from ..protocol.requests import Chat, Exchange
 from ..stats import rate
@@ -212,9 +212,7 @@ def _with_rates(table: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return dict(sorted(table.items()))
 
 
-def summarize(
-    records: Iterable[Mapping[str, Any]], baseline: Mapping[str, Any] | None
-) -> dict[str, Any]:
+def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None) -> dict[str, Any]:
     """The per-keyword matrix, the modes, malformed and truncation handling (pure)."""
     keywords: dict[str, dict[str, Any]] = {}
     modes: dict[str, dict[str, Any]] = {}
@@ -224,13 +222,12 @@ def summarize(
     )
     truncation = {"cases": 0, "passed": 0, "without_length": 0}
     for record in records:
-        outcome = record["outcome"]
-        metrics = outcome.get("metrics", {})
-        status = outcome["status"]
+        metrics = record.outcome.metrics
+        status = record.status
         if status == "error":
             continue
         kind = metrics.get("kind", "constrained")
-        codes = {f["code"] for f in outcome.get("findings", [])}
+        codes = {f.code for f in record.outcome.findings}
         if kind == "malformed":
             _count_malformed(malformed, status, codes)
         elif kind == "truncation":

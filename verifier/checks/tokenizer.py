@@ -25,7 +25,7 @@ from collections import Counter
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..outcome import Finding, Outcome
+from ..outcome import CaseRecord, Finding, Outcome
 from ..protocol.answers import ChatResult
 from ..protocol.requests import Chat, Exchange
 from ..protocol.tokenize import detokenize_answer, prompt_token_ids
@@ -223,18 +223,15 @@ def _run_detokenize(case: Case, ctx: RunContext, profile: Profile) -> Exchange:
     )
 
 
-def summarize(
-    records: Iterable[Mapping[str, Any]], baseline: Mapping[str, Any] | None
-) -> dict[str, Any]:
+def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None) -> dict[str, Any]:
     """The rungs of the ladder used, and exact agreement per category (pure)."""
     methods: Counter[str] = Counter()
     categories: dict[str, Counter[str]] = {}
     for record in records:
-        outcome = record["outcome"]
-        metrics = outcome.get("metrics", {})
+        metrics = record.outcome.metrics
         if "method" in metrics:
             methods[metrics["method"]] += 1
-        categories.setdefault(metrics.get("category", "?"), Counter())[outcome["status"]] += 1
+        categories.setdefault(metrics.get("category", "?"), Counter())[record.status] += 1
     return {
         "methods": dict(methods),
         "categories": {k: dict(sorted(v.items())) for k, v in sorted(categories.items())},

@@ -32,7 +32,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..outcome import Finding, Outcome, Status
+from ..outcome import CaseRecord, Finding, Outcome, Status
 from ..protocol.answers import ChatResult, Choice, ToolCall
 from ..protocol.requests import Chat, Exchange
 from ..stats import rate
@@ -366,12 +366,10 @@ def _evidence(result: ChatResult, name: str) -> dict[str, Any]:
     }
 
 
-def summarize(
-    records: Iterable[Mapping[str, Any]], baseline: Mapping[str, Any] | None
-) -> dict[str, Any]:
+def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None) -> dict[str, Any]:
     """Sub-metrics of the family, with intervals, and agreement with a baseline (pure)."""
-    graded = [r for r in records if r["outcome"]["status"] in ("pass", "fail")]
-    metrics = [r["outcome"]["metrics"] for r in graded]
+    graded = [r for r in records if r.status in ("pass", "fail")]
+    metrics = [r.outcome.metrics for r in graded]
     total = sum(m.get("requests", 0) for m in metrics)
     valid = sum(m.get("valid_requests", 0) for m in metrics)
     by_category: dict[str, list[bool]] = {}
@@ -382,9 +380,7 @@ def summarize(
         quality_codes.update(m.get("quality", []))
     accurate_all = [a for values in by_category.values() for a in values]
     parity = [m["stream_parity"] for m in metrics if m.get("stream_parity") is not None]
-    decisions = {
-        r["case"].split("/", 1)[1]: r["outcome"]["metrics"].get("called", []) for r in graded
-    }
+    decisions = {r.id: r.outcome.metrics.get("called", []) for r in graded}
     asked = [m["repeats"] for m in metrics if "repeats" in m]
     summary: dict[str, Any] = {
         "compared": COMPARED,

@@ -27,7 +27,7 @@ from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import EndpointTimeout
-from ..outcome import Finding, Outcome
+from ..outcome import CaseRecord, Finding, Outcome
 from ..protocol.answers import ChatResult
 from ..protocol.requests import Chat, Exchange
 from ..reference.image_tokens import image_tokens
@@ -325,20 +325,17 @@ RUNS: dict[str, Callable[[Case, RunContext], Graded]] = {
 }
 
 
-def summarize(
-    records: Iterable[Mapping[str, Any]], baseline: Mapping[str, Any] | None
-) -> dict[str, Any]:
+def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None) -> dict[str, Any]:
     """Cases by status per check; probe results, and their agreement with a baseline's (pure)."""
     checks: dict[str, dict[str, int]] = {}
     answers: dict[str, str] = {}
     for record in records:
-        outcome = record["outcome"]
-        check = outcome.get("metrics", {}).get("check", "?")
+        check = record.outcome.metrics.get("check", "?")
         row = checks.setdefault(check, {})
-        row[outcome["status"]] = row.get(outcome["status"], 0) + 1
-        if check in ANSWERED and outcome["status"] in ("pass", "fail"):
-            result = "pass" if outcome["status"] == "pass" else outcome["code"]
-            answers[record["case"].split("/", 1)[1]] = result
+        row[record.status] = row.get(record.status, 0) + 1
+        if check in ANSWERED and record.status in ("pass", "fail"):
+            result = "pass" if record.status == "pass" else record.outcome.code
+            answers[record.id] = str(result)
     summary: dict[str, Any] = {"checks": dict(sorted(checks.items())), "answers": answers}
     if baseline is not None:
         summary["baseline"] = agreement(answers, baseline.get("metrics", {}).get("answers", {}))

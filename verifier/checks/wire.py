@@ -29,7 +29,7 @@ from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import EndpointTimeout
-from ..outcome import Finding, Outcome
+from ..outcome import CaseRecord, Finding, Outcome
 from ..protocol.answers import ChatResult, Choice
 from ..protocol.requests import Chat, Exchange, Raw, Request
 from .common import (
@@ -537,15 +537,12 @@ RUNS: dict[str, Callable[[Case, RunContext], Graded]] = {
 }
 
 
-def summarize(
-    records: Iterable[Mapping[str, Any]], baseline: Mapping[str, Any] | None
-) -> dict[str, Any]:
+def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None) -> dict[str, Any]:
     """Per check: how many cases passed (pure)."""
     checks: dict[str, Counter[str]] = {}
     for record in records:
-        outcome = record["outcome"]
-        check = outcome.get("metrics", {}).get("check", "?")
-        checks.setdefault(check, Counter())[outcome["status"]] += 1
+        check = record.outcome.metrics.get("check", "?")
+        checks.setdefault(check, Counter())[record.status] += 1
     return {"checks": {k: dict(sorted(v.items())) for k, v in sorted(checks.items())}}
 
 

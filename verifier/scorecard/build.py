@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .. import __version__
-from ..outcome import Summarize
+from ..outcome import CaseRecord, Summarize
 from ..stats import wilson_interval
 from .gate import evaluate
 
@@ -42,17 +42,17 @@ def verdict(counts: Mapping[str, int], max_error_rate: float = MAX_ERROR_RATE) -
     return "fail" if counts["fail"] else "pass"
 
 
-def _shapes(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+def _shapes(records: Iterable[CaseRecord]) -> dict[str, Any]:
     """The shape checks every answer got, over the family's cases."""
     shapes: dict[str, Any] = {"answers": 0, "violations": 0, "codes": Counter(), "examples": []}
     for record in records:
-        seen = record["outcome"].get("metrics", {}).get("shapes")
+        seen = record.outcome.metrics.get("shapes")
         if seen:
             shapes["answers"] += seen["answers"]
             shapes["violations"] += seen["violations"]
             shapes["codes"].update(seen["codes"])
             if seen.get("first") and len(shapes["examples"]) < 3:
-                shapes["examples"].append({"case": record["case"], "message": seen["first"]})
+                shapes["examples"].append({"case": record.case, "message": seen["first"]})
     shapes["codes"] = _by_count(shapes["codes"])
     return shapes
 
@@ -61,31 +61,31 @@ def _by_count(counter: Counter[str]) -> dict[str, int]:
     return dict(sorted(counter.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def _failures(records: Iterable[Mapping[str, Any]]) -> tuple[Counter[str], list[dict[str, Any]]]:
+def _failures(records: Iterable[CaseRecord]) -> tuple[Counter[str], list[dict[str, Any]]]:
     """The defect codes of the failed cases (accuracy codes aside), and the first failures."""
     codes: Counter[str] = Counter()
     worst: list[dict[str, Any]] = []
     for record in records:
-        outcome = record["outcome"]
-        if outcome["status"] != "fail":
+        outcome = record.outcome
+        if record.status != "fail":
             continue
-        quality = set(outcome.get("metrics", {}).get("quality", []))
-        found = {outcome["code"]} | {f["code"] for f in outcome.get("findings", [])}
-        codes.update(found - quality)
+        quality = set(outcome.metrics.get("quality", []))
+        found = {outcome.code} | {f.code for f in outcome.findings}
+        codes.update(str(code) for code in found - quality)
         if len(worst) < WORST_FAILURES:
             worst.append(
                 {
-                    "case": record["case"],
-                    "code": outcome["code"],
-                    "message": outcome["message"],
-                    "evidence": outcome.get("evidence", {}),
+                    "case": record.case,
+                    "code": outcome.code,
+                    "message": outcome.message,
+                    "evidence": dict(outcome.evidence),
                 }
             )
     return codes, worst
 
 
 def summarize_family(
-    records: Iterable[Mapping[str, Any]],
+    records: Iterable[CaseRecord],
     baseline: Mapping[str, Any] | None = None,
     summarize: Summarize | None = None,
 ) -> dict[str, Any]:
@@ -101,11 +101,10 @@ def summarize_family(
     errors: Counter[str] = Counter()
     requests = 0
     for record in records:
-        outcome = record["outcome"]
-        counts[outcome["status"]] += 1
-        requests += int(outcome.get("metrics", {}).get("requests", 0) or 0)
-        if outcome["status"] == "error":
-            errors[outcome.get("code") or "error"] += 1
+        counts[record.status] += 1
+        requests += int(record.outcome.metrics.get("requests", 0) or 0)
+        if record.status == "error":
+            errors[record.outcome.code or "error"] += 1
     codes, worst = _failures(records)
     graded = counts["pass"] + counts["fail"]
     interval = wilson_interval(counts["pass"], graded)
@@ -179,7 +178,8 @@ def build_scorecard(
         gate: the gate's thresholds and their source, when ``--gate`` applies.
     """
     settings = header["settings"]
-    families = _families(settings["families"], records.values(), baseline, summarizers or {})
+    typed = [CaseRecord.from_dict(record) for record in records.values()]
+    families = _families(settings["families"], typed, baseline, summarizers or {})
     seen = transcript.seen
     card: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
@@ -211,14 +211,14 @@ def build_scorecard(
 
 def _families(
     names: Iterable[str],
-    records: Iterable[Mapping[str, Any]],
+    records: Iterable[CaseRecord],
     baseline: Mapping[str, Any] | None,
     summarizers: Mapping[str, Summarize],
 ) -> dict[str, dict[str, Any]]:
     """The entry of every family that has an outcome, in the run's order of families."""
-    by_family: dict[str, list[Mapping[str, Any]]] = {name: [] for name in names}
+    by_family: dict[str, list[CaseRecord]] = {name: [] for name in names}
     for record in records:
-        by_family.setdefault(record["family"], []).append(record)
+        by_family.setdefault(record.family, []).append(record)
     baseline_families = (baseline or {}).get("families", {})
     return {
         name: summarize_family(items, baseline_families.get(name), summarizers.get(name))
