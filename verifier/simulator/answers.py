@@ -11,7 +11,24 @@ import json
 import time
 from typing import Any
 
-from .defects import Defects
+from .defects import (
+    FINISH_REASON_RAW_TOKEN,
+    LOGPROBS_INCONSISTENT,
+    N_IGNORED,
+    STREAM_CHUNK_ID_CHANGES,
+    STREAM_CONTENT_DIFFERS,
+    STREAM_EMPTY_DELTA,
+    STREAM_FINISH_REASON_MISSING,
+    STREAM_NO_DONE,
+    STREAM_NO_ROLE,
+    STREAM_NO_USAGE,
+    STREAM_ROLE_REPEATED,
+    STREAM_USAGE_UNREQUESTED,
+    TOOL_CALL_TYPE_WRONG,
+    TOOL_NAME_REPEATED_IN_STREAM,
+    USAGE_TOTAL_WRONG,
+    Defects,
+)
 from .model import MODEL_ID, Path, Reply
 
 FINGERPRINT = "fp_simulated"
@@ -27,19 +44,19 @@ def usage_of(
     """Usage: the prompt's tokens, and every choice's answer's."""
     prompt = path.prompt_tokens(request)
     completion = reply.completion_tokens * choices
-    total = prompt + completion + (1 if "usage-total-wrong" in defects else 0)
+    total = prompt + completion + (1 if defects.has(USAGE_TOTAL_WRONG) else 0)
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": total}
 
 
 def choice_count(request: dict[str, Any], defects: Defects) -> int:
     """How many choices to send: n, unless the vendor ignores it."""
     n = request.get("n")
-    return 1 if "n-ignored" in defects or not isinstance(n, int) else n
+    return 1 if defects.has(N_IGNORED) or not isinstance(n, int) else n
 
 
 def finish_of(reply: Reply, defects: Defects) -> str:
     """The finish_reason as sent."""
-    if reply.finish_reason == "stop" and "finish-reason-raw-token" in defects:
+    if reply.finish_reason == "stop" and defects.has(FINISH_REASON_RAW_TOKEN):
         return RAW_FINISH
     return reply.finish_reason
 
@@ -64,14 +81,14 @@ def logprobs_of(
                 "top_logprobs": alternatives[:top],
             }
         )
-    if "logprobs-inconsistent" in defects and entries:
+    if defects.has(LOGPROBS_INCONSISTENT) and entries:
         entries = entries[:-1]
     return {"content": entries}
 
 
 def call_type(defects: Defects) -> str:
     """The type a tool call is given."""
-    return "tool" if "tool-call-type-wrong" in defects else "function"
+    return "tool" if defects.has(TOOL_CALL_TYPE_WRONG) else "function"
 
 
 def completion_body(
@@ -122,8 +139,8 @@ def stream_events(
         "system_fingerprint": FINGERPRINT,
     }
     count = choice_count(request, defects)
-    repeat_role = "stream-role-repeated" in defects
-    repeat_name = "tool-name-repeated-in-stream" in defects
+    repeat_role = defects.has(STREAM_ROLE_REPEATED)
+    repeat_name = defects.has(TOOL_NAME_REPEATED_IN_STREAM)
     calls = reply.stream_tool_calls if reply.stream_tool_calls is not None else reply.tool_calls
     logprobs = logprobs_of(request, reply.tokens, defects)
     chunks: list[dict[str, Any]] = []
@@ -131,12 +148,12 @@ def stream_events(
     def chunk(index: int, delta: dict[str, Any], finish: str | None = None, **extra: Any) -> None:
         choice = {"index": index, "delta": delta, "finish_reason": finish, **extra}
         chunk_id = base["id"]
-        if "stream-chunk-id-changes" in defects:
+        if defects.has(STREAM_CHUNK_ID_CHANGES):
             chunk_id = f"{chunk_id}-{len(chunks)}"
         chunks.append({**base, "id": chunk_id, "choices": [choice]})
 
     for index in range(count):
-        if "stream-no-role" not in defects:
+        if not defects.has(STREAM_NO_ROLE):
             chunk(index, {"role": "assistant", "content": ""})
         if reply.reasoning:
             chunk(index, {"reasoning_content": reply.reasoning})
@@ -147,9 +164,9 @@ def stream_events(
                 entries = logprobs["content"][position : position + 1]
                 extra["logprobs"] = {"content": entries}
             chunk(index, delta, **extra)
-            if position == 0 and "stream-empty-delta" in defects:
+            if position == 0 and defects.has(STREAM_EMPTY_DELTA):
                 chunk(index, {})
-        if reply.tokens and "stream-content-differs" in defects:
+        if reply.tokens and defects.has(STREAM_CONTENT_DIFFERS):
             # The extra text comes with its logprob: the stream stays consistent with itself.
             space = {"token": " ", "logprob": -0.01, "bytes": [32], "top_logprobs": []}
             extra = {} if logprobs is None else {"logprobs": {"content": [space]}}
@@ -174,15 +191,15 @@ def stream_events(
                 if repeat_name:
                     function["name"] = call.name
                 chunk(index, {"tool_calls": [{"index": call_index, "function": function}]})
-        if "stream-finish-reason-missing" not in defects:
+        if not defects.has(STREAM_FINISH_REASON_MISSING):
             chunk(index, {}, finish_of(reply, defects))
     options = request.get("stream_options") or {}
-    asked = options.get("include_usage") or "stream-usage-unrequested" in defects
-    if asked and "stream-no-usage" not in defects:
+    asked = options.get("include_usage") or defects.has(STREAM_USAGE_UNREQUESTED)
+    if asked and not defects.has(STREAM_NO_USAGE):
         chunks.append(
             {**base, "choices": [], "usage": usage_of(request, reply, count, defects, path)}
         )
     events = [b"data: " + json.dumps(c).encode("utf-8") + b"\n\n" for c in chunks]
-    if "stream-no-done" not in defects:
+    if not defects.has(STREAM_NO_DONE):
         events.append(b"data: [DONE]\n\n")
     return events
