@@ -29,7 +29,7 @@ from .defects import (
     USAGE_TOTAL_WRONG,
     Defects,
 )
-from .model import MODEL_ID, Path, Reply
+from .model import MODEL_ID, Path, Reply, ToolCall
 
 FINGERPRINT = "fp_simulated"
 # Streamed tool-call arguments arrive in pieces of this many characters.
@@ -127,6 +127,65 @@ def completion_body(
     }
 
 
+class _Chunks:
+    """The chunks of one stream, in order: each a chat.completion.chunk with one choice."""
+
+    def __init__(self, base: dict[str, Any], defects: Defects) -> None:
+        self.base = base
+        self.defects = defects
+        self.items: list[dict[str, Any]] = []
+
+    def add(
+        self, index: int, delta: dict[str, Any], finish: str | None = None, **extra: Any
+    ) -> None:
+        """Add a chunk for choice `index` (`extra` goes into the choice, logprobs for one)."""
+        choice = {"index": index, "delta": delta, "finish_reason": finish, **extra}
+        chunk_id = self.base["id"]
+        if self.defects.has(STREAM_CHUNK_ID_CHANGES):
+            chunk_id = f"{chunk_id}-{len(self.items)}"
+        self.items.append({**self.base, "id": chunk_id, "choices": [choice]})
+
+
+def _stream_content(
+    chunks: _Chunks, index: int, reply: Reply, logprobs: dict[str, Any] | None
+) -> None:
+    """A choice's role, reasoning and content chunks, one per token."""
+    defects = chunks.defects
+    if not defects.has(STREAM_NO_ROLE):
+        chunks.add(index, {"role": "assistant", "content": ""})
+    if reply.reasoning:
+        chunks.add(index, {"reasoning_content": reply.reasoning})
+    repeat_role = defects.has(STREAM_ROLE_REPEATED)
+    for position, token in enumerate(reply.tokens):
+        delta = {"role": "assistant", "content": token} if repeat_role else {"content": token}
+        extra = {}
+        if logprobs is not None:
+            entries = logprobs["content"][position : position + 1]
+            extra["logprobs"] = {"content": entries}
+        chunks.add(index, delta, **extra)
+        if position == 0 and defects.has(STREAM_EMPTY_DELTA):
+            chunks.add(index, {})
+    if reply.tokens and defects.has(STREAM_CONTENT_DIFFERS):
+        # The extra text comes with its logprob: the stream stays consistent with itself.
+        space = {"token": " ", "logprob": -0.01, "bytes": [32], "top_logprobs": []}
+        extra = {} if logprobs is None else {"logprobs": {"content": [space]}}
+        chunks.add(index, {"content": " "}, **extra)
+
+
+def _stream_tool_calls(chunks: _Chunks, index: int, calls: list[ToolCall]) -> None:
+    """A choice's tool-call chunks: each call's id, type and name, then its arguments in pieces."""
+    defects = chunks.defects
+    for call_index, call in enumerate(calls):
+        first = {"name": call.name, "arguments": ""}
+        head = {"index": call_index, "id": call.id, "type": call_type(defects), "function": first}
+        chunks.add(index, {"tool_calls": [head]})
+        for start in range(0, len(call.arguments), ARGUMENT_PIECE):
+            function = {"arguments": call.arguments[start : start + ARGUMENT_PIECE]}
+            if defects.has(TOOL_NAME_REPEATED_IN_STREAM):
+                function["name"] = call.name
+            chunks.add(index, {"tool_calls": [{"index": call_index, "function": function}]})
+
+
 def stream_events(
     request: dict[str, Any], reply: Reply, number: int, defects: Defects, path: Path
 ) -> list[bytes]:
@@ -139,67 +198,20 @@ def stream_events(
         "system_fingerprint": FINGERPRINT,
     }
     count = choice_count(request, defects)
-    repeat_role = defects.has(STREAM_ROLE_REPEATED)
-    repeat_name = defects.has(TOOL_NAME_REPEATED_IN_STREAM)
     calls = reply.stream_tool_calls if reply.stream_tool_calls is not None else reply.tool_calls
     logprobs = logprobs_of(request, reply.tokens, defects)
-    chunks: list[dict[str, Any]] = []
-
-    def chunk(index: int, delta: dict[str, Any], finish: str | None = None, **extra: Any) -> None:
-        choice = {"index": index, "delta": delta, "finish_reason": finish, **extra}
-        chunk_id = base["id"]
-        if defects.has(STREAM_CHUNK_ID_CHANGES):
-            chunk_id = f"{chunk_id}-{len(chunks)}"
-        chunks.append({**base, "id": chunk_id, "choices": [choice]})
-
+    chunks = _Chunks(base, defects)
     for index in range(count):
-        if not defects.has(STREAM_NO_ROLE):
-            chunk(index, {"role": "assistant", "content": ""})
-        if reply.reasoning:
-            chunk(index, {"reasoning_content": reply.reasoning})
-        for position, token in enumerate(reply.tokens):
-            delta = {"role": "assistant", "content": token} if repeat_role else {"content": token}
-            extra = {}
-            if logprobs is not None:
-                entries = logprobs["content"][position : position + 1]
-                extra["logprobs"] = {"content": entries}
-            chunk(index, delta, **extra)
-            if position == 0 and defects.has(STREAM_EMPTY_DELTA):
-                chunk(index, {})
-        if reply.tokens and defects.has(STREAM_CONTENT_DIFFERS):
-            # The extra text comes with its logprob: the stream stays consistent with itself.
-            space = {"token": " ", "logprob": -0.01, "bytes": [32], "top_logprobs": []}
-            extra = {} if logprobs is None else {"logprobs": {"content": [space]}}
-            chunk(index, {"content": " "}, **extra)
-        for call_index, call in enumerate(calls):
-            first = {"name": call.name, "arguments": ""}
-            chunk(
-                index,
-                {
-                    "tool_calls": [
-                        {
-                            "index": call_index,
-                            "id": call.id,
-                            "type": call_type(defects),
-                            "function": first,
-                        }
-                    ]
-                },
-            )
-            for start in range(0, len(call.arguments), ARGUMENT_PIECE):
-                function = {"arguments": call.arguments[start : start + ARGUMENT_PIECE]}
-                if repeat_name:
-                    function["name"] = call.name
-                chunk(index, {"tool_calls": [{"index": call_index, "function": function}]})
+        _stream_content(chunks, index, reply, logprobs)
+        _stream_tool_calls(chunks, index, calls)
         if not defects.has(STREAM_FINISH_REASON_MISSING):
-            chunk(index, {}, finish_of(reply, defects))
+            chunks.add(index, {}, finish_of(reply, defects))
     options = request.get("stream_options") or {}
     asked = options.get("include_usage") or defects.has(STREAM_USAGE_UNREQUESTED)
     if asked and not defects.has(STREAM_NO_USAGE):
-        chunks.append(
-            {**base, "choices": [], "usage": usage_of(request, reply, count, defects, path)}
-        )
-    events = [b"data: " + json.dumps(c).encode("utf-8") + b"\n\n" for c in chunks]
+        usage = usage_of(request, reply, count, defects, path)
+        chunks.items.append({**base, "choices": [], "usage": usage})
+    events = [b"data: " + json.dumps(c).encode("utf-8") + b"\n\n" for c in chunks.items]
     if not defects.has(STREAM_NO_DONE):
         events.append(b"data: [DONE]\n\n")
     return events
