@@ -65,36 +65,16 @@ def _merge_system(messages: list[Any]) -> list[Any]:
     return rest
 
 
-class OldVocabulary:
+def old_vocabulary(tokenizer: TiktokenTokenizer) -> TiktokenTokenizer:
     """The profile's tiktoken vocabulary without its newest merges (an outdated tokenizer)."""
+    from tiktoken.load import load_tiktoken_bpe
 
-    def __init__(self, tokenizer: TiktokenTokenizer) -> None:
-        import tiktoken
-        from tiktoken.load import load_tiktoken_bpe
-
-        ranks = load_tiktoken_bpe(str(tokenizer.path))
-        newest = len(ranks) - OLD_VOCAB_DROPPED
-        self.name = f"old:{tokenizer.name}"
-        self.digest = "old-" + tokenizer.digest
-        self.special_tokens = tokenizer.special_tokens
-        self._encoding = tiktoken.Encoding(
-            name="verifier-old-vocab",
-            pat_str=tokenizer.pat_str,
-            mergeable_ranks={k: v for k, v in ranks.items() if v < newest},
-            special_tokens=dict(tokenizer.special_tokens),
-        )
-
-    def encode_ordinary(self, text: str) -> list[int]:
-        """Ids of `text` with the older vocabulary."""
-        return self._encoding.encode_ordinary(text)
-
-    def decode(self, ids: list[int]) -> str:
-        """Text of `ids`."""
-        return self._encoding.decode(list(ids), errors="replace")
-
-    def vocab_size(self) -> int:
-        """Number of ids."""
-        return int(self._encoding.n_vocab)
+    ranks = load_tiktoken_bpe(str(tokenizer.path))
+    newest = len(ranks) - OLD_VOCAB_DROPPED
+    older = {token: rank for token, rank in ranks.items() if rank < newest}
+    return TiktokenTokenizer(
+        tokenizer.path, tokenizer.pat_str, tokenizer.special_tokens, ranks=older
+    )
 
 
 class PromptPath:
@@ -116,7 +96,7 @@ class PromptPath:
         """The tokenizer the vendor uses (an older one with tokenizer-old-vocab)."""
         if self.defects.has(TOKENIZER_OLD_VOCAB):
             assert isinstance(self.profile.tokenizer, TiktokenTokenizer)
-            return OldVocabulary(self.profile.tokenizer)
+            return old_vocabulary(self.profile.tokenizer)
         return self.profile.tokenizer
 
     def conversation(self, request: Mapping[str, Any]) -> tuple[list[Any], list[Any] | None]:
