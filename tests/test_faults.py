@@ -34,7 +34,21 @@ from verifier.errors import (
 from verifier.protocol.answers import parse_completion
 from verifier.render.report import summary_lines
 from verifier.scorecard.provenance import seen_in_transcript
-from verifier.simulator.defects import RATE_FAULTS, parse_defects
+from verifier.simulator import defects as defects_module
+from verifier.simulator.defects import (
+    CATALOGUE,
+    DEFECT_UNDER_CONCURRENCY,
+    FAULT_429,
+    FAULT_TIMEOUT,
+    FAULT_TRUNCATED_STREAM,
+    IGNORE_KEYWORD,
+    IGNORE_RESPONSE_FORMAT,
+    RATE_FAULTS,
+    STREAM_NO_DONE,
+    STREAM_NO_ROLE,
+    Defect,
+    parse_defects,
+)
 from verifier.simulator.faults import choose_fault, fires
 from verifier.simulator.model import MODEL_ID
 from verifier.simulator.process import SimulatorProcess
@@ -145,25 +159,49 @@ def test_a_simulator_process_that_does_not_start_says_why() -> None:
 
 def test_defaults_and_valid_parameters_parse() -> None:
     defects = parse_defects(["fault-429:0.3", "fault-timeout:1", "defect-under-concurrency"])
-    assert defects.rates() == [("fault-429", 0.3), ("fault-timeout", 1.0)]
-    assert defects.param("defect-under-concurrency") == "2"
+    assert defects.rates() == [(FAULT_429, 0.3), (FAULT_TIMEOUT, 1.0)]
+    assert defects.param(DEFECT_UNDER_CONCURRENCY) == "2"
 
 
-@pytest.mark.parametrize("name", RATE_FAULTS)
-def test_a_fault_fires_at_its_rate_reproducibly_and_by_seed(name: str) -> None:
+def test_every_catalogue_entry_is_the_constant_named_after_it() -> None:
+    for name, defect in CATALOGUE.items():
+        assert defect.name == name
+        assert getattr(defects_module, name.upper().replace("-", "_")) is defect
+
+
+def test_defects_are_asked_by_constant_and_a_name_string_is_refused() -> None:
+    defects = parse_defects(["stream-no-role", "ignore-keyword:maxItems"])
+    assert defects.has(STREAM_NO_ROLE) and not defects.has(STREAM_NO_DONE)
+    assert defects.param(IGNORE_KEYWORD) == "maxItems" and defects.param(FAULT_429) is None
+    assert defects.names() == ["stream-no-role", "ignore-keyword:maxItems"]
+    with pytest.raises(TypeError):
+        defects.has("stream-no-role")  # type: ignore[arg-type]
+
+
+def test_defect_under_concurrency_switches_on_from_its_nth_request_in_flight() -> None:
+    defects = parse_defects(["defect-under-concurrency:3"])
+    assert defects.at_position(2) is defects
+    assert defects.at_position(3).has(IGNORE_RESPONSE_FORMAT)
+    assert not defects.at_position(3).has(STREAM_NO_ROLE)
+    clean = parse_defects([])
+    assert clean.at_position(100) is clean
+
+
+@pytest.mark.parametrize("fault", RATE_FAULTS, ids=lambda fault: fault.name)
+def test_a_fault_fires_at_its_rate_reproducibly_and_by_seed(fault: Defect) -> None:
     numbers = range(1, 4001)
-    hit = {n for n in numbers if fires(0, name, n, 0.3)}
+    hit = {n for n in numbers if fires(0, fault, n, 0.3)}
     assert 0.27 < len(hit) / len(numbers) < 0.33
-    assert hit == {n for n in numbers if fires(0, name, n, 0.3)}
-    assert hit != {n for n in numbers if fires(1, name, n, 0.3)}
-    assert all(fires(5, name, n, 1.0) for n in numbers)
+    assert hit == {n for n in numbers if fires(0, fault, n, 0.3)}
+    assert hit != {n for n in numbers if fires(1, fault, n, 0.3)}
+    assert all(fires(5, fault, n, 1.0) for n in numbers)
 
 
 def test_at_most_one_fault_per_request_the_first_in_order() -> None:
-    every = parse_defects([f"{name}:1" for name in RATE_FAULTS])
+    every = parse_defects([f"{fault.name}:1" for fault in RATE_FAULTS])
     assert choose_fault(every, 0, 1, stream=True) == RATE_FAULTS[0]
     truncating = parse_defects(["fault-truncated-stream:1"])
-    assert choose_fault(truncating, 0, 1, stream=True) == "fault-truncated-stream"
+    assert choose_fault(truncating, 0, 1, stream=True) == FAULT_TRUNCATED_STREAM
     assert choose_fault(truncating, 0, 1, stream=False) is None
 
 
@@ -200,7 +238,9 @@ def test_each_fault_hits_the_requests_its_seed_decides(
         answers = [exchange(server, body, timeout=timeout) for _ in range(count)]
         assert set(answers) <= {"ok", seen}
         hits[seed] = {n for n, answer in enumerate(answers, 1) if answer == seen}
-        assert hits[seed] == {n for n in range(1, count + 1) if fires(seed, name, n, 0.3)}
+        assert hits[seed] == {
+            n for n in range(1, count + 1) if fires(seed, CATALOGUE[name], n, 0.3)
+        }
         assert hits[seed] and len(hits[seed]) < count
         if count == 100:
             assert 0.15 <= len(hits[seed]) / count <= 0.45
@@ -213,7 +253,7 @@ def test_truncated_stream_leaves_non_stream_requests_alone(vendor: Vendor) -> No
 
 
 def test_faults_hit_chat_completions_only(vendor: Vendor) -> None:
-    server = vendor(*(f"{name}:1" for name in RATE_FAULTS))
+    server = vendor(*(f"{fault.name}:1" for fault in RATE_FAULTS))
     conn = connect(server)
     try:
         conn.request("GET", "/v1/models")
@@ -346,7 +386,7 @@ def test_faults_at_a_rate_are_retried_into_the_clean_answer(vendor: Vendor, tmp_
     clean = faulty_client(vendor(), tmp_path / "clean")
     expected = [clean.chat(REQUEST, stream=n % 2 == 1) for n in range(20)]
     # Together they hit about two requests in five: eight retries nearly always do.
-    everything = [f"{name}:0.1" for name in RATE_FAULTS]
+    everything = [f"{fault.name}:0.1" for fault in RATE_FAULTS]
     client = faulty_client(vendor(*everything, seed=3), tmp_path, timeout=1.0, max_retries=8)
     for n, want in enumerate(expected):
         got = client.chat(REQUEST, stream=n % 2 == 1)

@@ -11,8 +11,25 @@ import json
 import time
 from typing import Any
 
-from .defects import Defects
-from .model import MODEL_ID, Path, Reply
+from .defects import (
+    FINISH_REASON_RAW_TOKEN,
+    LOGPROBS_INCONSISTENT,
+    N_IGNORED,
+    STREAM_CHUNK_ID_CHANGES,
+    STREAM_CONTENT_DIFFERS,
+    STREAM_EMPTY_DELTA,
+    STREAM_FINISH_REASON_MISSING,
+    STREAM_NO_DONE,
+    STREAM_NO_ROLE,
+    STREAM_NO_USAGE,
+    STREAM_ROLE_REPEATED,
+    STREAM_USAGE_UNREQUESTED,
+    TOOL_CALL_TYPE_WRONG,
+    TOOL_NAME_REPEATED_IN_STREAM,
+    USAGE_TOTAL_WRONG,
+    Defects,
+)
+from .model import MODEL_ID, Path, Reply, ToolCall
 
 FINGERPRINT = "fp_simulated"
 # Streamed tool-call arguments arrive in pieces of this many characters.
@@ -27,19 +44,19 @@ def usage_of(
     """Usage: the prompt's tokens, and every choice's answer's."""
     prompt = path.prompt_tokens(request)
     completion = reply.completion_tokens * choices
-    total = prompt + completion + (1 if "usage-total-wrong" in defects else 0)
+    total = prompt + completion + (1 if defects.has(USAGE_TOTAL_WRONG) else 0)
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": total}
 
 
 def choice_count(request: dict[str, Any], defects: Defects) -> int:
     """How many choices to send: n, unless the vendor ignores it."""
     n = request.get("n")
-    return 1 if "n-ignored" in defects or not isinstance(n, int) else n
+    return 1 if defects.has(N_IGNORED) or not isinstance(n, int) else n
 
 
 def finish_of(reply: Reply, defects: Defects) -> str:
     """The finish_reason as sent."""
-    if reply.finish_reason == "stop" and "finish-reason-raw-token" in defects:
+    if reply.finish_reason == "stop" and defects.has(FINISH_REASON_RAW_TOKEN):
         return RAW_FINISH
     return reply.finish_reason
 
@@ -64,14 +81,14 @@ def logprobs_of(
                 "top_logprobs": alternatives[:top],
             }
         )
-    if "logprobs-inconsistent" in defects and entries:
+    if defects.has(LOGPROBS_INCONSISTENT) and entries:
         entries = entries[:-1]
     return {"content": entries}
 
 
 def call_type(defects: Defects) -> str:
     """The type a tool call is given."""
-    return "tool" if "tool-call-type-wrong" in defects else "function"
+    return "tool" if defects.has(TOOL_CALL_TYPE_WRONG) else "function"
 
 
 def completion_body(
@@ -110,6 +127,65 @@ def completion_body(
     }
 
 
+class _Chunks:
+    """The chunks of one stream, in order: each a chat.completion.chunk with one choice."""
+
+    def __init__(self, base: dict[str, Any], defects: Defects) -> None:
+        self.base = base
+        self.defects = defects
+        self.items: list[dict[str, Any]] = []
+
+    def add(
+        self, index: int, delta: dict[str, Any], finish: str | None = None, **extra: Any
+    ) -> None:
+        """Add a chunk for choice `index` (`extra` goes into the choice, logprobs for one)."""
+        choice = {"index": index, "delta": delta, "finish_reason": finish, **extra}
+        chunk_id = self.base["id"]
+        if self.defects.has(STREAM_CHUNK_ID_CHANGES):
+            chunk_id = f"{chunk_id}-{len(self.items)}"
+        self.items.append({**self.base, "id": chunk_id, "choices": [choice]})
+
+
+def _stream_content(
+    chunks: _Chunks, index: int, reply: Reply, logprobs: dict[str, Any] | None
+) -> None:
+    """A choice's role, reasoning and content chunks, one per token."""
+    defects = chunks.defects
+    if not defects.has(STREAM_NO_ROLE):
+        chunks.add(index, {"role": "assistant", "content": ""})
+    if reply.reasoning:
+        chunks.add(index, {"reasoning_content": reply.reasoning})
+    repeat_role = defects.has(STREAM_ROLE_REPEATED)
+    for position, token in enumerate(reply.tokens):
+        delta = {"role": "assistant", "content": token} if repeat_role else {"content": token}
+        extra = {}
+        if logprobs is not None:
+            entries = logprobs["content"][position : position + 1]
+            extra["logprobs"] = {"content": entries}
+        chunks.add(index, delta, **extra)
+        if position == 0 and defects.has(STREAM_EMPTY_DELTA):
+            chunks.add(index, {})
+    if reply.tokens and defects.has(STREAM_CONTENT_DIFFERS):
+        # The extra text comes with its logprob: the stream stays consistent with itself.
+        space = {"token": " ", "logprob": -0.01, "bytes": [32], "top_logprobs": []}
+        extra = {} if logprobs is None else {"logprobs": {"content": [space]}}
+        chunks.add(index, {"content": " "}, **extra)
+
+
+def _stream_tool_calls(chunks: _Chunks, index: int, calls: list[ToolCall]) -> None:
+    """A choice's tool-call chunks: each call's id, type and name, then its arguments in pieces."""
+    defects = chunks.defects
+    for call_index, call in enumerate(calls):
+        first = {"name": call.name, "arguments": ""}
+        head = {"index": call_index, "id": call.id, "type": call_type(defects), "function": first}
+        chunks.add(index, {"tool_calls": [head]})
+        for start in range(0, len(call.arguments), ARGUMENT_PIECE):
+            function = {"arguments": call.arguments[start : start + ARGUMENT_PIECE]}
+            if defects.has(TOOL_NAME_REPEATED_IN_STREAM):
+                function["name"] = call.name
+            chunks.add(index, {"tool_calls": [{"index": call_index, "function": function}]})
+
+
 def stream_events(
     request: dict[str, Any], reply: Reply, number: int, defects: Defects, path: Path
 ) -> list[bytes]:
@@ -122,67 +198,20 @@ def stream_events(
         "system_fingerprint": FINGERPRINT,
     }
     count = choice_count(request, defects)
-    repeat_role = "stream-role-repeated" in defects
-    repeat_name = "tool-name-repeated-in-stream" in defects
     calls = reply.stream_tool_calls if reply.stream_tool_calls is not None else reply.tool_calls
     logprobs = logprobs_of(request, reply.tokens, defects)
-    chunks: list[dict[str, Any]] = []
-
-    def chunk(index: int, delta: dict[str, Any], finish: str | None = None, **extra: Any) -> None:
-        choice = {"index": index, "delta": delta, "finish_reason": finish, **extra}
-        chunk_id = base["id"]
-        if "stream-chunk-id-changes" in defects:
-            chunk_id = f"{chunk_id}-{len(chunks)}"
-        chunks.append({**base, "id": chunk_id, "choices": [choice]})
-
+    chunks = _Chunks(base, defects)
     for index in range(count):
-        if "stream-no-role" not in defects:
-            chunk(index, {"role": "assistant", "content": ""})
-        if reply.reasoning:
-            chunk(index, {"reasoning_content": reply.reasoning})
-        for position, token in enumerate(reply.tokens):
-            delta = {"role": "assistant", "content": token} if repeat_role else {"content": token}
-            extra = {}
-            if logprobs is not None:
-                entries = logprobs["content"][position : position + 1]
-                extra["logprobs"] = {"content": entries}
-            chunk(index, delta, **extra)
-            if position == 0 and "stream-empty-delta" in defects:
-                chunk(index, {})
-        if reply.tokens and "stream-content-differs" in defects:
-            # The extra text comes with its logprob: the stream stays consistent with itself.
-            space = {"token": " ", "logprob": -0.01, "bytes": [32], "top_logprobs": []}
-            extra = {} if logprobs is None else {"logprobs": {"content": [space]}}
-            chunk(index, {"content": " "}, **extra)
-        for call_index, call in enumerate(calls):
-            first = {"name": call.name, "arguments": ""}
-            chunk(
-                index,
-                {
-                    "tool_calls": [
-                        {
-                            "index": call_index,
-                            "id": call.id,
-                            "type": call_type(defects),
-                            "function": first,
-                        }
-                    ]
-                },
-            )
-            for start in range(0, len(call.arguments), ARGUMENT_PIECE):
-                function = {"arguments": call.arguments[start : start + ARGUMENT_PIECE]}
-                if repeat_name:
-                    function["name"] = call.name
-                chunk(index, {"tool_calls": [{"index": call_index, "function": function}]})
-        if "stream-finish-reason-missing" not in defects:
-            chunk(index, {}, finish_of(reply, defects))
+        _stream_content(chunks, index, reply, logprobs)
+        _stream_tool_calls(chunks, index, calls)
+        if not defects.has(STREAM_FINISH_REASON_MISSING):
+            chunks.add(index, {}, finish_of(reply, defects))
     options = request.get("stream_options") or {}
-    asked = options.get("include_usage") or "stream-usage-unrequested" in defects
-    if asked and "stream-no-usage" not in defects:
-        chunks.append(
-            {**base, "choices": [], "usage": usage_of(request, reply, count, defects, path)}
-        )
-    events = [b"data: " + json.dumps(c).encode("utf-8") + b"\n\n" for c in chunks]
-    if "stream-no-done" not in defects:
+    asked = options.get("include_usage") or defects.has(STREAM_USAGE_UNREQUESTED)
+    if asked and not defects.has(STREAM_NO_USAGE):
+        usage = usage_of(request, reply, count, defects, path)
+        chunks.items.append({**base, "choices": [], "usage": usage})
+    events = [b"data: " + json.dumps(c).encode("utf-8") + b"\n\n" for c in chunks.items]
+    if not defects.has(STREAM_NO_DONE):
         events.append(b"data: [DONE]\n\n")
     return events

@@ -250,6 +250,22 @@ class _Engine:
         return _EMPTY[types[0]]()
 
     def fit_object(self, value: dict[str, Any], schema: Mapping[str, Any], depth: int) -> Any:
+        result = self.fit_properties(value, schema, depth)
+        required = self.add_required(result, schema, depth)
+        if self.on("dependentSchemas", schema):
+            for trigger, subschema in schema["dependentSchemas"].items():
+                if trigger in result:
+                    result = self.fit(result, subschema, depth + 1)
+        if self.on("maxProperties", schema):
+            self.drop_optional(result, schema, required)
+        if self.on("minProperties", schema):
+            self.add_optional(result, schema, depth)
+        return result
+
+    def fit_properties(
+        self, value: dict[str, Any], schema: Mapping[str, Any], depth: int
+    ) -> dict[str, Any]:
+        """The object's own keys, each fitted to every subschema that applies to it."""
         properties: Mapping[str, Any] = schema.get("properties", {})
         patterns: Mapping[str, Any] = schema.get("patternProperties", {})
         result: dict[str, Any] = {}
@@ -271,6 +287,13 @@ class _Engine:
             for subschema in subschemas:
                 item = self.fit(item, subschema, depth + 1)
             result[key] = item
+        return result
+
+    def add_required(
+        self, result: dict[str, Any], schema: Mapping[str, Any], depth: int
+    ) -> list[str]:
+        """Add the required and dependent-required keys `result` lacks; returns them all."""
+        properties: Mapping[str, Any] = schema.get("properties", {})
         required = list(schema.get("required", [])) if "required" not in self.ignore else []
         dependents = (
             schema.get("dependentRequired", {}) if self.on("dependentRequired", schema) else {}
@@ -284,37 +307,35 @@ class _Engine:
                 n for t, ns in dependents.items() if t in result for n in ns if n not in result
             ]
             if not missing:
-                break
+                return required
             required += missing
-        if self.on("dependentSchemas", schema):
-            for trigger, subschema in schema["dependentSchemas"].items():
-                if trigger in result:
-                    result = self.fit(result, subschema, depth + 1)
-        if self.on("maxProperties", schema):
-            # Drop the last optional keys first; declared requirements are kept even when
-            # `required` itself is not enforced.
-            keep = set(required) | set(schema.get("required", []))
-            for key in reversed(list(result)):
-                if len(result) <= schema["maxProperties"]:
-                    break
-                if key not in keep:
-                    del result[key]
-        if self.on("minProperties", schema):
-            for key, subschema in properties.items():
-                if len(result) >= schema["minProperties"]:
-                    break
-                if key not in result:
-                    result[key] = self.fit(MISSING, subschema, depth + 1)
-            counter = 0
-            while len(result) < schema["minProperties"] and counter < 1000:
-                key = self.new_key(schema, counter)
-                counter += 1
-                if key is not None and key not in result:
-                    extra = schema.get("additionalProperties", True)
-                    result[key] = self.fit(
-                        MISSING, extra if isinstance(extra, dict) else {}, depth + 1
-                    )
-        return result
+
+    def drop_optional(
+        self, result: dict[str, Any], schema: Mapping[str, Any], required: list[str]
+    ) -> None:
+        """Drop the last optional keys until `result` has at most maxProperties."""
+        # Declared requirements are kept even when `required` itself is not enforced.
+        keep = set(required) | set(schema.get("required", []))
+        for key in reversed(list(result)):
+            if len(result) <= schema["maxProperties"]:
+                break
+            if key not in keep:
+                del result[key]
+
+    def add_optional(self, result: dict[str, Any], schema: Mapping[str, Any], depth: int) -> None:
+        """Add declared properties, then made-up keys, until `result` has minProperties."""
+        for key, subschema in schema.get("properties", {}).items():
+            if len(result) >= schema["minProperties"]:
+                break
+            if key not in result:
+                result[key] = self.fit(MISSING, subschema, depth + 1)
+        counter = 0
+        while len(result) < schema["minProperties"] and counter < 1000:
+            key = self.new_key(schema, counter)
+            counter += 1
+            if key is not None and key not in result:
+                extra = schema.get("additionalProperties", True)
+                result[key] = self.fit(MISSING, extra if isinstance(extra, dict) else {}, depth + 1)
 
     def new_key(self, schema: Mapping[str, Any], counter: int) -> str | None:
         names = schema.get("propertyNames")

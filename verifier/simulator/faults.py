@@ -13,27 +13,27 @@ import random
 import threading
 from collections.abc import Iterator
 
-from .defects import Defects
+from .defects import FAULT_TRUNCATED_STREAM, Defect, Defects
 
 
-def fires(seed: int, name: str, number: int, rate: float) -> bool:
-    """Whether fault `name` hits chat request `number` (1, 2, ...) under `seed`."""
+def fires(seed: int, fault: Defect, number: int, rate: float) -> bool:
+    """Whether `fault` hits chat request `number` (1, 2, ...) under `seed`."""
     # A string seed is hashed with SHA-512 by random.Random: stable across processes and
     # Python runs, unlike hash(), and independent from fault to fault.
-    return random.Random(f"{seed}:{name}:{number}").random() < rate
+    return random.Random(f"{seed}:{fault.name}:{number}").random() < rate
 
 
-def choose_fault(defects: Defects, seed: int, number: int, *, stream: bool) -> str | None:
+def choose_fault(defects: Defects, seed: int, number: int, *, stream: bool) -> Defect | None:
     """The seeded fault that hits chat request `number`, or None.
 
     At most one applies: the first in :data:`~verifier.simulator.defects.RATE_FAULTS`
     order that fires; ``fault-truncated-stream`` is skipped for non-stream requests.
     """
-    for name, rate in defects.rates():
-        if name == "fault-truncated-stream" and not stream:
+    for fault, rate in defects.rates():
+        if fault == FAULT_TRUNCATED_STREAM and not stream:
             continue
-        if fires(seed, name, number, rate):
-            return name
+        if fires(seed, fault, number, rate):
+            return fault
     return None
 
 

@@ -17,7 +17,31 @@ from typing import Any, Protocol
 from jsonschema import Draft202012Validator
 
 from .conform import MISSING, conform
-from .defects import Defects
+from .defects import (
+    COMPLETION_TOKENS_INFLATED,
+    IGNORE_KEYWORD,
+    IGNORE_RESPONSE_FORMAT,
+    JSON_IN_MARKDOWN_FENCE,
+    MAX_TOKENS_NOT_HONOURED,
+    PARALLEL_TOOL_CALLS_IGNORED,
+    SEED_IGNORED,
+    STOP_NOT_HONOURED,
+    STRICT_ACCEPTED_NOT_ENFORCED,
+    THINKING_IGNORED,
+    TOOL_ARGS_NOT_JSON,
+    TOOL_ARGS_VIOLATE_SCHEMA,
+    TOOL_CHOICE_NAMED_IGNORED,
+    TOOL_CHOICE_NONE_IGNORED,
+    TOOL_CHOICE_REQUIRED_IGNORED,
+    TOOL_DUPLICATE_CALL_IDS,
+    TOOL_FINISH_REASON_STOP,
+    TOOL_MARKERS_IN_CONTENT,
+    TOOL_NONDETERMINISTIC_ARGS,
+    TOOL_STREAM_ARGS_DIFFER,
+    TOOL_UNKNOWN_NAME,
+    TRUNCATED_JSON_FINISH_STOP,
+    Defects,
+)
 from .oracle import natural_calls
 from .vision import Eyes, answer
 
@@ -128,7 +152,7 @@ class ToyPath:
         tokens = tokenize(text)
         if limit is None or len(tokens) <= limit:
             return text, len(tokens), False
-        keep = limit + 1 if "max-tokens-not-honoured" in self.defects else limit
+        keep = limit + 1 if self.defects.has(MAX_TOKENS_NOT_HONOURED) else limit
         return "".join(tokens[:keep]), keep, True
 
     def count(self, text: str) -> int:
@@ -175,17 +199,17 @@ def _plain_reply(request: dict[str, Any]) -> str:
 def _structured_text(request: dict[str, Any], defects: Defects) -> str | None:
     """The JSON text for a response_format request, or None when no format applies."""
     response_format = request.get("response_format")
-    if not isinstance(response_format, dict) or "ignore-response-format" in defects:
+    if not isinstance(response_format, dict) or defects.has(IGNORE_RESPONSE_FORMAT):
         return None
     kind = response_format.get("type")
     natural = natural_json(request)
     if kind == "json_schema":
         spec = response_format.get("json_schema") or {}
         schema = spec.get("schema", {})
-        if spec.get("strict") is True and "strict-accepted-not-enforced" in defects:
+        if spec.get("strict") is True and defects.has(STRICT_ACCEPTED_NOT_ENFORCED):
             value = natural if natural is not MISSING else {}
         else:
-            ignored = defects.param("ignore-keyword")
+            ignored = defects.param(IGNORE_KEYWORD)
             value = conform(
                 natural, schema, ignore=frozenset(ignored.split(",") if ignored else ())
             )
@@ -194,7 +218,7 @@ def _structured_text(request: dict[str, Any], defects: Defects) -> str | None:
     else:
         return None
     text = json.dumps(value, ensure_ascii=False)
-    if "json-in-markdown-fence" in defects:
+    if defects.has(JSON_IN_MARKDOWN_FENCE):
         text = f"```json\n{text}\n```"
     return text
 
@@ -230,13 +254,13 @@ def choose_calls(request: dict[str, Any], defects: Defects) -> list[dict[str, An
     natural = [c for c in natural_calls(request) if c["name"] in tools]
     choice = request.get("tool_choice", "auto")
     if choice == "none":
-        if "tool-choice-none-ignored" not in defects:
+        if not defects.has(TOOL_CHOICE_NONE_IGNORED):
             return []
         choice = "auto"
         natural = natural or [_forced_call(*next(iter(tools.items())))]
-    if choice == "required" and "tool-choice-required-ignored" in defects:
+    if choice == "required" and defects.has(TOOL_CHOICE_REQUIRED_IGNORED):
         choice = "auto"
-    if isinstance(choice, dict) and "tool-choice-named-ignored" in defects:
+    if isinstance(choice, dict) and defects.has(TOOL_CHOICE_NAMED_IGNORED):
         choice = "auto"
     if choice == "required":
         calls = natural or [_forced_call(*next(iter(tools.items())))]
@@ -247,7 +271,7 @@ def choose_calls(request: dict[str, Any], defects: Defects) -> list[dict[str, An
             calls = [_forced_call(name, tools[name])]
     else:
         calls = natural
-    if request.get("parallel_tool_calls") is False and "parallel-tool-calls-ignored" not in defects:
+    if request.get("parallel_tool_calls") is False and not defects.has(PARALLEL_TOOL_CALLS_IGNORED):
         calls = calls[:1]
     return calls
 
@@ -305,24 +329,24 @@ def tool_calls_for(
     streamed: list[ToolCall] = []
     for index, call in enumerate(calls):
         name, arguments = call["name"], call["arguments"]
-        if "tool-args-violate-schema" in defects:
+        if defects.has(TOOL_ARGS_VIOLATE_SCHEMA):
             arguments = _violate(arguments, tools.get(name, {}))
-        if "tool-nondeterministic-args" in defects:
+        if defects.has(TOOL_NONDETERMINISTIC_ARGS):
             arguments = _vary(arguments, tools.get(name, {}), f"#{number}", number)
         text = json.dumps(arguments, ensure_ascii=False)
-        if "tool-args-not-json" in defects:
+        if defects.has(TOOL_ARGS_NOT_JSON):
             text = text[:-1]
-        if "tool-unknown-name" in defects:
+        if defects.has(TOOL_UNKNOWN_NAME):
             name = f"{name}_v2"
         call_id = f"call_{number}_{index}"
-        if "tool-duplicate-call-ids" in defects:
+        if defects.has(TOOL_DUPLICATE_CALL_IDS):
             call_id = "call_dup" if len(calls) > 1 else ""
         sent.append(ToolCall(call_id, name, text))
-        if "tool-stream-args-differ" in defects:
+        if defects.has(TOOL_STREAM_ARGS_DIFFER):
             streamed_arguments = _vary(arguments, tools.get(name, {}), "streamed", 1)
             text = json.dumps(streamed_arguments, ensure_ascii=False)
         streamed.append(ToolCall(call_id, name, text))
-    return sent, (streamed if "tool-stream-args-differ" in defects else None)
+    return sent, (streamed if defects.has(TOOL_STREAM_ARGS_DIFFER) else None)
 
 
 def kimi_markup(calls: list[ToolCall]) -> str:
@@ -338,7 +362,7 @@ def kimi_markup(calls: list[ToolCall]) -> str:
 def _apply_stop(text: str, stop: Any, defects: Defects) -> str:
     """The text up to the first stop sequence (which is not included)."""
     stops = [stop] if isinstance(stop, str) else stop if isinstance(stop, list) else []
-    if "stop-not-honoured" in defects:
+    if defects.has(STOP_NOT_HONOURED):
         return text
     positions = [text.find(s) for s in stops if isinstance(s, str) and s and s in text]
     return text[: min(positions)] if positions else text
@@ -351,14 +375,14 @@ def respond(
     path = path or ToyPath(defects)
     calls, streamed = tool_calls_for(request, defects, number)
     if calls:
-        tokens = tokenize(kimi_markup(calls)) if "tool-markers-in-content" in defects else []
-        finish = "stop" if "tool-finish-reason-stop" in defects else "tool_calls"
+        tokens = tokenize(kimi_markup(calls)) if defects.has(TOOL_MARKERS_IN_CONTENT) else []
+        finish = "stop" if defects.has(TOOL_FINISH_REASON_STOP) else "tool_calls"
         return Reply(tokens, finish, calls, streamed)
     text = _structured_text(request, defects)
     seen = path.eyes.look(request)
     if text is None:
         text = _plain_reply(request) if seen is None else answer(seen)
-    if "seed-ignored" in defects and (request.get("temperature") or 0) > 0:
+    if defects.has(SEED_IGNORED) and (request.get("temperature") or 0) > 0:
         text += f" Variation {number}."
     text = _apply_stop(text, request.get("stop"), defects)
     text, counted, cut = path.completion(text, max_tokens_of(request))
@@ -366,12 +390,12 @@ def respond(
     if (
         cut
         and isinstance(request.get("response_format"), dict)
-        and "truncated-json-finish-stop" in defects
+        and defects.has(TRUNCATED_JSON_FINISH_STOP)
     ):
         finish = "stop"
-    reasoning = REASONING if wants_thinking(request) and "thinking-ignored" not in defects else None
+    reasoning = REASONING if wants_thinking(request) and not defects.has(THINKING_IGNORED) else None
     if reasoning:
         counted += path.count(reasoning)
-    if "completion-tokens-inflated" in defects:
+    if defects.has(COMPLETION_TOKENS_INFLATED):
         counted *= 2
     return Reply(tokenize(text), finish, counted=counted, reasoning=reasoning)

@@ -20,7 +20,22 @@ from typing import Any
 from ..reference.profiles import Profile
 from ..reference.template import Rendered
 from ..reference.tokenizer import TiktokenTokenizer, Tokenizer, encode_all_special, encode_prompt
-from .defects import Defects
+from .defects import (
+    MAX_TOKENS_NOT_HONOURED,
+    PROMPT_TOKENS_SKEW,
+    TEMPLATE_CONTINUES_FINAL_ASSISTANT,
+    TEMPLATE_DOUBLE_BOS,
+    TEMPLATE_DROPS_REASONING,
+    TEMPLATE_DROPS_SYSTEM,
+    TEMPLATE_MERGES_SYSTEM,
+    TEMPLATE_NO_GENERATION_PROMPT,
+    TEMPLATE_REASONING_IN_CONTENT,
+    TEMPLATE_SPECIAL_TOKEN_INJECTION,
+    TEMPLATE_TOOLS_RENDERED_DIFFERENTLY,
+    TOKENIZER_NFKC_NORMALISES_INPUT,
+    TOKENIZER_OLD_VOCAB,
+    Defects,
+)
 from .vision import Eyes, without_images
 
 # How many of the newest merges an "older vocabulary" lacks.
@@ -50,36 +65,16 @@ def _merge_system(messages: list[Any]) -> list[Any]:
     return rest
 
 
-class OldVocabulary:
+def old_vocabulary(tokenizer: TiktokenTokenizer) -> TiktokenTokenizer:
     """The profile's tiktoken vocabulary without its newest merges (an outdated tokenizer)."""
+    from tiktoken.load import load_tiktoken_bpe
 
-    def __init__(self, tokenizer: TiktokenTokenizer) -> None:
-        import tiktoken
-        from tiktoken.load import load_tiktoken_bpe
-
-        ranks = load_tiktoken_bpe(str(tokenizer.path))
-        newest = len(ranks) - OLD_VOCAB_DROPPED
-        self.name = f"old:{tokenizer.name}"
-        self.digest = "old-" + tokenizer.digest
-        self.special_tokens = tokenizer.special_tokens
-        self._encoding = tiktoken.Encoding(
-            name="verifier-old-vocab",
-            pat_str=tokenizer.pat_str,
-            mergeable_ranks={k: v for k, v in ranks.items() if v < newest},
-            special_tokens=dict(tokenizer.special_tokens),
-        )
-
-    def encode_ordinary(self, text: str) -> list[int]:
-        """Ids of `text` with the older vocabulary."""
-        return self._encoding.encode_ordinary(text)
-
-    def decode(self, ids: list[int]) -> str:
-        """Text of `ids`."""
-        return self._encoding.decode(list(ids), errors="replace")
-
-    def vocab_size(self) -> int:
-        """Number of ids."""
-        return int(self._encoding.n_vocab)
+    ranks = load_tiktoken_bpe(str(tokenizer.path))
+    newest = len(ranks) - OLD_VOCAB_DROPPED
+    older = {token: rank for token, rank in ranks.items() if rank < newest}
+    return TiktokenTokenizer(
+        tokenizer.path, tokenizer.pat_str, tokenizer.special_tokens, ranks=older
+    )
 
 
 class PromptPath:
@@ -89,40 +84,42 @@ class PromptPath:
         self.profile = profile
         self.defects = defects
         self.eyes = Eyes(defects, profile.settings.get("images"))
-        if "tokenizer-old-vocab" in defects and not isinstance(
+        if defects.has(TOKENIZER_OLD_VOCAB) and not isinstance(
             profile.tokenizer, TiktokenTokenizer
         ):
-            raise ValueError("tokenizer-old-vocab needs a profile with a tiktoken tokenizer")
+            raise ValueError(
+                f"{TOKENIZER_OLD_VOCAB.name} needs a profile with a tiktoken tokenizer"
+            )
 
     @functools.cached_property
     def tokenizer(self) -> Tokenizer:
         """The tokenizer the vendor uses (an older one with tokenizer-old-vocab)."""
-        if "tokenizer-old-vocab" in self.defects:
+        if self.defects.has(TOKENIZER_OLD_VOCAB):
             assert isinstance(self.profile.tokenizer, TiktokenTokenizer)
-            return OldVocabulary(self.profile.tokenizer)
+            return old_vocabulary(self.profile.tokenizer)
         return self.profile.tokenizer
 
     def conversation(self, request: Mapping[str, Any]) -> tuple[list[Any], list[Any] | None]:
         """The messages and tools as the vendor's template sees them (images counted apart)."""
         messages = copy.deepcopy(list(without_images(request).get("messages", [])))
         tools = copy.deepcopy(request.get("tools")) or None
-        if "template-drops-system" in self.defects:
+        if self.defects.has(TEMPLATE_DROPS_SYSTEM):
             messages = [m for m in messages if m.get("role") != "system"]
-        if "tokenizer-nfkc-normalises-input" in self.defects:
+        if self.defects.has(TOKENIZER_NFKC_NORMALISES_INPUT):
             messages = [_normalise(m) for m in messages]
-        if tools and "template-tools-rendered-differently" in self.defects:
+        if tools and self.defects.has(TEMPLATE_TOOLS_RENDERED_DIFFERENTLY):
             for tool in tools:
                 tool.get("function", {}).pop("description", None)
-        if "template-merges-system" in self.defects:
+        if self.defects.has(TEMPLATE_MERGES_SYSTEM):
             messages = _merge_system(messages)
         for message in messages:
             assistant = message.get("role") == "assistant"
             reasoning = message.get("reasoning_content") if assistant else None
-            if reasoning and "template-reasoning-in-content" in self.defects:
+            if reasoning and self.defects.has(TEMPLATE_REASONING_IN_CONTENT):
                 message["content"] = f"<think>{reasoning}</think>{message.get('content') or ''}"
             if reasoning and (
-                "template-drops-reasoning" in self.defects
-                or "template-reasoning-in-content" in self.defects
+                self.defects.has(TEMPLATE_DROPS_REASONING)
+                or self.defects.has(TEMPLATE_REASONING_IN_CONTENT)
             ):
                 del message["reasoning_content"]
         return messages, tools
@@ -131,11 +128,11 @@ class PromptPath:
         self, messages: list[Any], tools: list[Any] | None, add_generation_prompt: bool
     ) -> Rendered:
         """The prompt the vendor renders, with its template defects."""
-        if "template-no-generation-prompt" in self.defects:
+        if self.defects.has(TEMPLATE_NO_GENERATION_PROMPT):
             add_generation_prompt = False
         final = messages[-1] if messages else {}
         if (
-            "template-continues-final-assistant" in self.defects
+            self.defects.has(TEMPLATE_CONTINUES_FINAL_ASSISTANT)
             and final.get("role") == "assistant"
             and isinstance(final.get("content"), str)
         ):
@@ -169,11 +166,11 @@ class PromptPath:
         messages, tools, add_generation_prompt = json.loads(key)
         messages, tools = self.conversation({"messages": messages, "tools": tools})
         rendered = self._rendered(messages, tools, add_generation_prompt)
-        if "template-special-token-injection" in self.defects:
+        if self.defects.has(TEMPLATE_SPECIAL_TOKEN_INJECTION):
             ids = encode_all_special(self.tokenizer, rendered.text)
         else:
             ids = encode_prompt(self.tokenizer, rendered.text, rendered.spans)
-        if "template-double-bos" in self.defects:
+        if self.defects.has(TEMPLATE_DOUBLE_BOS):
             bos = self.profile.tokenizer.special_tokens.get(
                 str(self.profile.template.variables.get("bos_token"))
             )
@@ -182,7 +179,7 @@ class PromptPath:
 
     def prompt_tokens(self, request: Mapping[str, Any]) -> int:
         """usage.prompt_tokens as the vendor reports it."""
-        skew = self.defects.param("prompt-tokens-skew")
+        skew = self.defects.param(PROMPT_TOKENS_SKEW)
         images = self.eyes.prompt_tokens(request)
         return len(self.prompt_ids(request)) + images + (int(skew) if skew else 0)
 
@@ -195,5 +192,5 @@ class PromptPath:
         ids = self.tokenizer.encode_ordinary(text)
         if limit is None or len(ids) <= limit:
             return text, len(ids), False
-        keep = limit + 1 if "max-tokens-not-honoured" in self.defects else limit
+        keep = limit + 1 if self.defects.has(MAX_TOKENS_NOT_HONOURED) else limit
         return self.tokenizer.decode(ids[:keep]), keep, True

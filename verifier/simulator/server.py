@@ -26,7 +26,26 @@ from urllib.parse import urlsplit
 from ..reference.profiles import Profile
 from ..reference.tokenizer import encode_all_special
 from .answers import completion_body, stream_events
-from .defects import HOLD_SECONDS, Defects
+from .defects import (
+    BAD_RESPONSE_FORMAT_500,
+    FAULT_429,
+    FAULT_500,
+    FAULT_GARBAGE,
+    FAULT_RESET,
+    FAULT_SLOW_STREAM,
+    FAULT_TIMEOUT,
+    HOLD_SECONDS,
+    HTTP_429_RETRY_AFTER,
+    HTTP_500_EVERY_3RD,
+    INVALID_REQUEST_200,
+    INVALID_REQUEST_500,
+    INVALID_REQUEST_HANG,
+    SAMPLING_LIMITS_IGNORED,
+    TOKENIZE_ENDPOINT_DISAGREES,
+    VISION_INVALID_IMAGE_500,
+    Defect,
+    Defects,
+)
 from .faults import InFlight, choose_fault
 from .model import MODEL_ID, Path, ToyPath, respond
 from .prompt import PromptPath
@@ -93,7 +112,7 @@ class SimulatorServer(ThreadingHTTPServer):
         limits = profile.settings.get("sampling", {}) if profile else {}
         images = (profile.settings.get("images") or {}) if profile else {}
         self.policy = Policy(
-            sampling={} if "sampling-limits-ignored" in defects else limits,
+            sampling={} if defects.has(SAMPLING_LIMITS_IGNORED) else limits,
             vision=vision,
             max_side=int(images.get("max_side", 4096)),
             model=served_model,
@@ -201,7 +220,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _slow(self) -> bool:
         return (
-            "fault-slow-stream" in self.server.defects
+            self.server.defects.has(FAULT_SLOW_STREAM)
             and self.command == "POST"
             and self.route == "/v1/chat/completions"
         )
@@ -306,10 +325,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         if server.latency:
             time.sleep(server.latency)
-        defects = server.defects
-        threshold = defects.param("defect-under-concurrency")
-        if threshold is not None and position >= int(threshold):
-            defects = defects.plus("ignore-response-format")
+        defects = server.defects.at_position(position)
         path = server.path_model
         reply = respond(request, defects, number, path)
         if stream:
@@ -317,14 +333,14 @@ class Handler(BaseHTTPRequestHandler):
             if fault is None:
                 self._stream(events)
             else:
-                self._stream_cut(events, reset=fault == "fault-reset")
+                self._stream_cut(events, reset=fault == FAULT_RESET)
             return
         body = completion_body(request, reply, number, defects, path)
         if request.get("return_token_ids") and server.tokenizer_api == "vllm":
             assert isinstance(path, PromptPath)
             body["prompt_token_ids"] = path.prompt_ids(request)
         data = json.dumps(body).encode("utf-8")
-        self._send_bytes(200, data, reset_after=len(data) // 2 if fault == "fault-reset" else None)
+        self._send_bytes(200, data, reset_after=len(data) // 2 if fault == FAULT_RESET else None)
 
     def _tokenizer_endpoint(self, route: str, raw: bytes) -> None:
         """/tokenize, /detokenize and /apply-template, in the style the vendor offers."""
@@ -357,7 +373,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         if route == "/tokenize" and api == "vllm" and isinstance(body.get("messages"), list):
             generation = body.get("add_generation_prompt", True)
-            if "tokenize-endpoint-disagrees" in self.server.defects:
+            if self.server.defects.has(TOKENIZE_ENDPOINT_DISAGREES):
                 generation = False
             ids = path.prompt_ids(body, add_generation_prompt=generation)
             self._send_json(200, {"count": len(ids), "tokens": ids, "max_model_len": 8192})
@@ -376,13 +392,13 @@ class Handler(BaseHTTPRequestHandler):
 
     def _reject(self, rejection: Rejection) -> None:
         defects = self.server.defects
-        if rejection.code == "invalid_image" and "vision-invalid-image-500" in defects:
+        if rejection.code == "invalid_image" and defects.has(VISION_INVALID_IMAGE_500):
             self._send_json(500, error_body("internal error decoding the image", "server_error"))
-        elif rejection.code == "invalid_response_format" and "bad-response-format-500" in defects:
+        elif rejection.code == "invalid_response_format" and defects.has(BAD_RESPONSE_FORMAT_500):
             self._send_json(500, error_body("internal error compiling the grammar", "server_error"))
-        elif "invalid-request-500" in defects:
+        elif defects.has(INVALID_REQUEST_500):
             self._send_json(500, error_body("internal server error", "server_error"))
-        elif "invalid-request-hang" in defects:
+        elif defects.has(INVALID_REQUEST_HANG):
             self._hold()
         else:
             error = error_body(rejection.message, code=rejection.code)
@@ -391,9 +407,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def _tolerant(self) -> bool:
         """The vendor answers invalid requests as if they were valid (a defect)."""
-        return "invalid-request-200" in self.server.defects
+        return self.server.defects.has(INVALID_REQUEST_200)
 
-    def _fault(self, number: int, fault: str | None) -> bool:
+    def _fault(self, number: int, fault: Defect | None) -> bool:
         """Apply the faults that replace the answer; True when the request got one.
 
         The faults that cut an answer short (fault-reset, fault-truncated-stream) need
@@ -401,19 +417,19 @@ class Handler(BaseHTTPRequestHandler):
         """
         defects = self.server.defects
         limited = error_body("simulated rate limit", "rate_limit_error")
-        if "http-500-every-3rd" in defects and number % 3 == 0:
+        if defects.has(HTTP_500_EVERY_3RD) and number % 3 == 0:
             self._send_json(500, error_body("simulated internal error", "server_error"))
-        elif "http-429-retry-after" in defects and number % 3 == 0:
-            wait = defects.param("http-429-retry-after") or "1"
+        elif defects.has(HTTP_429_RETRY_AFTER) and number % 3 == 0:
+            wait = defects.param(HTTP_429_RETRY_AFTER) or "1"
             self._send_json(429, limited, {"Retry-After": wait})
-        elif fault == "fault-429":
+        elif fault == FAULT_429:
             # Retry-After 0: a client that honours it retries at once, keeping test runs fast.
             self._send_json(429, limited, {"Retry-After": "0"})
-        elif fault == "fault-500":
+        elif fault == FAULT_500:
             self._send_json(500, error_body("simulated internal error", "server_error"))
-        elif fault == "fault-garbage":
+        elif fault == FAULT_GARBAGE:
             self._send_bytes(200, GARBAGE)
-        elif fault == "fault-timeout":
+        elif fault == FAULT_TIMEOUT:
             self._hold()
         else:
             return False

@@ -19,7 +19,16 @@ from PIL import Image
 
 from ..reference.image_tokens import image_tokens
 from ..reference.images import decode_data_url, describe
-from .defects import Defects
+from .defects import (
+    VISION_FIRST_IMAGE_ONLY,
+    VISION_IMAGES_IGNORED,
+    VISION_JPEG_COSTS_MORE,
+    VISION_ORDER_SWAPPED,
+    VISION_STALE_CACHE,
+    VISION_TOKEN_MISCOUNT_LARGE,
+    VISION_WEBP_UNSUPPORTED_SILENTLY,
+    Defects,
+)
 
 DEFAULT_RULE: Mapping[str, Any] = {"rule": "tiles", "tile": 32, "extra_tokens": 2}
 # vision-token-miscount-large: images with a side over this many pixels are counted twice.
@@ -108,31 +117,31 @@ class Eyes:
         if not parts:
             return None
         defects = self.defects
-        if "vision-images-ignored" in defects:
+        if defects.has(VISION_IMAGES_IGNORED):
             return []
         # A cache keyed by the prompt's text alone serves one image's answer for another.
         key = repr([_texts(m) for m in request.get("messages", [])])
-        if "vision-stale-cache" in defects:
+        if defects.has(VISION_STALE_CACHE):
             with self._lock:
                 if key in self._cache:
                     return self._cache[key]
         seen = []
         for part in parts:
             mime, data = decode_data_url(part["image_url"]["url"])
-            blind = mime == "image/webp" and "vision-webp-unsupported-silently" in defects
+            blind = mime == "image/webp" and defects.has(VISION_WEBP_UNSUPPORTED_SILENTLY)
             seen.append({} if blind else dict(_sight(data)))
-        if "vision-first-image-only" in defects:
+        if defects.has(VISION_FIRST_IMAGE_ONLY):
             seen = [seen[0]] * len(seen)
-        if "vision-order-swapped" in defects:
+        if defects.has(VISION_ORDER_SWAPPED):
             seen.reverse()
-        if "vision-stale-cache" in defects:
+        if defects.has(VISION_STALE_CACHE):
             with self._lock:
                 self._cache.setdefault(key, seen)
         return seen
 
     def prompt_tokens(self, request: Mapping[str, Any]) -> int:
         """The prompt tokens of every image in the request, by the rule."""
-        if "vision-images-ignored" in self.defects:
+        if self.defects.has(VISION_IMAGES_IGNORED):
             return 0
         total = 0
         for message in request.get("messages", []):
@@ -140,9 +149,9 @@ class Eyes:
                 width, height = _size(part)
                 cost = image_tokens(width, height, self.rule)
                 large = max(width, height) > LARGE_SIDE
-                if large and "vision-token-miscount-large" in self.defects:
+                if large and self.defects.has(VISION_TOKEN_MISCOUNT_LARGE):
                     cost *= 2
-                if "vision-jpeg-costs-more" in self.defects:
+                if self.defects.has(VISION_JPEG_COSTS_MORE):
                     cost += decode_data_url(part["image_url"]["url"])[0] == "image/jpeg"
                 total += cost
         return total
