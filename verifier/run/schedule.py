@@ -26,7 +26,7 @@ class CaseScheduler:
         concurrency: cases in flight at once; 1 runs each case when pytest asks for it.
     """
 
-    def __init__(self, run: Callable[[Case], Outcome], concurrency: int) -> None:
+    def __init__(self, run: Callable[[Case], Outcome | None], concurrency: int) -> None:
         self._run = run
         # The objects made so far (modules, corpus, profile) live as long as the process:
         # kept out of the collector's full passes, which stop every request in flight (about
@@ -41,7 +41,7 @@ class CaseScheduler:
             if concurrency > 1
             else None
         )
-        self._futures: dict[str, Future[Outcome]] = {}
+        self._futures: dict[str, Future[Outcome | None]] = {}
         self._lock = threading.Lock()
 
     def ahead(self, cases: Iterable[Case]) -> None:
@@ -53,8 +53,11 @@ class CaseScheduler:
                 if case.key not in self._futures:
                     self._futures[case.key] = self._pool.submit(self._run, case)
 
-    def outcome(self, case: Case) -> Outcome:
-        """The outcome of `case`: waits for it when it was started ahead, else runs it now."""
+    def outcome(self, case: Case) -> Outcome | None:
+        """The outcome of `case`: waits for it when it was started ahead, else runs it now.
+
+        None when the run declined the case (``--budget auto`` stopped its family).
+        """
         with self._lock:
             future = self._futures.pop(case.key, None)
         return self._run(case) if future is None else future.result()

@@ -158,7 +158,7 @@ def _stream_content(
     repeat_role = defects.has(STREAM_ROLE_REPEATED)
     for position, token in enumerate(reply.tokens):
         delta = {"role": "assistant", "content": token} if repeat_role else {"content": token}
-        extra = {}
+        extra: dict[str, Any] = {}
         if logprobs is not None:
             entries = logprobs["content"][position : position + 1]
             extra["logprobs"] = {"content": entries}
@@ -168,8 +168,8 @@ def _stream_content(
     if reply.tokens and defects.has(STREAM_CONTENT_DIFFERS):
         # The extra text comes with its logprob: the stream stays consistent with itself.
         space = {"token": " ", "logprob": -0.01, "bytes": [32], "top_logprobs": []}
-        extra = {} if logprobs is None else {"logprobs": {"content": [space]}}
-        chunks.add(index, {"content": " "}, **extra)
+        last: dict[str, Any] = {} if logprobs is None else {"logprobs": {"content": [space]}}
+        chunks.add(index, {"content": " "}, **last)
 
 
 def _stream_tool_calls(chunks: _Chunks, index: int, calls: list[ToolCall]) -> None:

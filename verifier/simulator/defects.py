@@ -527,11 +527,11 @@ def parse_defects(values: Iterable[str]) -> Defects:
             raise ValueError(f"defect {name!r} needs a {defect.param}: {name}:{defect.param}")
         if defect in active:
             raise ValueError(f"defect {name!r} is given twice")
-        value = param if sep else defect.default
-        if value is not None and defect.param in _PARAM_CHECKS:
+        chosen = param if sep else defect.default
+        if chosen is not None and defect.param in _PARAM_CHECKS:
             check, example = _PARAM_CHECKS[defect.param]
-            problem = check(value)
+            problem = check(chosen)
             if problem:
                 raise ValueError(f"defect {name!r}: {problem} (for example {name}:{example})")
-        active[defect] = value
+        active[defect] = chosen
     return Defects(active)

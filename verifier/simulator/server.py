@@ -378,8 +378,9 @@ class Handler(BaseHTTPRequestHandler):
             ids = path.prompt_ids(body, add_generation_prompt=generation)
             self._send_json(200, {"count": len(ids), "tokens": ids, "max_model_len": 8192})
             return
-        if route == "/tokenize" and isinstance(body.get("content", body.get("prompt")), str):
-            text = body.get("content", body.get("prompt"))
+        content = body.get("content", body.get("prompt"))
+        if route == "/tokenize" and isinstance(content, str):
+            text = content
             special = body.get("parse_special", True)
             ids = (
                 encode_all_special(path.tokenizer, text)
