@@ -157,6 +157,37 @@ def answer_fault(result: ChatResult, *, non_json: bool) -> str | None:
     return None
 
 
+# Reads an answer from the response and its redacted headers.
+_Reader = Callable[[httpx2.Response, dict[str, str]], ChatResult]
+
+
+def _whole_body(parse: Callable[[int, bytes, dict[str, str]], ChatResult]) -> _Reader:
+    """A reader that parses the whole body with `parse`."""
+
+    def read(response: httpx2.Response, headers: dict[str, str]) -> ChatResult:
+        return parse(response.status_code, response.read(), headers)
+
+    return read
+
+
+def _event_stream(response: httpx2.Response, headers: dict[str, str]) -> ChatResult:
+    """A streamed chat answer, accumulated from its SSE events.
+
+    Raises:
+        _StreamBroken: the stream broke off; its cause is the transport error.
+    """
+    if "text/event-stream" not in response.headers.get("content-type", ""):
+        # Not SSE at all (a JSON body, an error page): read it as a plain answer.
+        result = parse_completion(response.status_code, response.read(), headers)
+        result.stream = True
+        return result
+    result = ChatResult(stream=True, status=response.status_code, headers=headers)
+    try:
+        return accumulate(response.iter_bytes(), result)
+    except httpx2.TransportError as exc:
+        raise _StreamBroken(result) from exc
+
+
 class EndpointClient:
     """Sends chat-completions requests and returns :class:`ChatResult` objects.
 
@@ -270,14 +301,14 @@ class EndpointClient:
         must be rejected, the server error is the finding.
         """
         return self._with_retries(
-            lambda: self._send_whole(
+            lambda: self._send(
                 lambda: self._sdk.post(
                     "/chat/completions",
                     content=content,
                     options={"headers": {"Content-Type": content_type}},
                     cast_to=httpx2.Response,
                 ),
-                parse_completion,
+                _whole_body(parse_completion),
             ),
             body={"raw": content.decode("utf-8", "replace"), "content_type": content_type},
             stream=False,
@@ -299,8 +330,9 @@ class EndpointClient:
         /detokenize, /apply-template): a 404 means the server has none.
         """
         return self._with_retries(
-            lambda: self._send_whole(
-                lambda: self._sdk.post(url, body=body, cast_to=httpx2.Response), parse_body
+            lambda: self._send(
+                lambda: self._sdk.post(url, body=body, cast_to=httpx2.Response),
+                _whole_body(parse_body),
             ),
             body=body,
             stream=False,
@@ -312,8 +344,8 @@ class EndpointClient:
     def get(self, path: str, *, label: str = "") -> ChatResult:
         """GET a path of the base URL (``/models``) or an absolute URL, parsed as JSON."""
         return self._with_retries(
-            lambda: self._send_whole(
-                lambda: self._sdk.get(path, cast_to=httpx2.Response), parse_body
+            lambda: self._send(
+                lambda: self._sdk.get(path, cast_to=httpx2.Response), _whole_body(parse_body)
             ),
             body=None,
             stream=False,
@@ -329,42 +361,21 @@ class EndpointClient:
         return f"{self.display_url}{url}"
 
     def _send_chat(self, body: dict[str, Any], stream: bool) -> ChatResult:
-        started = time.perf_counter()
-        response = self._sdk.post(
-            "/chat/completions", body=body, cast_to=httpx2.Response, stream=stream
+        """POST the chat body; a stream is read event by event, any other answer whole."""
+        return self._send(
+            lambda: self._sdk.post(
+                "/chat/completions", body=body, cast_to=httpx2.Response, stream=stream
+            ),
+            _event_stream if stream else _whole_body(parse_completion),
         )
-        try:
-            headers = self.redactor.headers(response.headers.multi_items())
-            if stream:
-                result = ChatResult(stream=True, status=response.status_code, headers=headers)
-                content_type = response.headers.get("content-type", "")
-                if "text/event-stream" not in content_type:
-                    # Not SSE at all (a JSON body, an error page): read it as a plain answer.
-                    result = parse_completion(response.status_code, response.read(), headers)
-                    result.stream = True
-                else:
-                    try:
-                        result = accumulate(response.iter_bytes(), result)
-                    except httpx2.TransportError as exc:
-                        raise _StreamBroken(result) from exc
-            else:
-                result = parse_completion(response.status_code, response.read(), headers)
-        finally:
-            response.close()
-        result.latency = time.perf_counter() - started
-        return result
 
-    def _send_whole(
-        self,
-        respond: Callable[[], httpx2.Response],
-        parse: Callable[[int, bytes, dict[str, str]], ChatResult],
-    ) -> ChatResult:
-        """Send with `respond`, read the whole body and parse it with `parse`, timed."""
+    def _send(self, respond: Callable[[], httpx2.Response], read: _Reader) -> ChatResult:
+        """Send with `respond` and read the answer with `read`, timed; the response is closed."""
         started = time.perf_counter()
         response = respond()
         try:
             headers = self.redactor.headers(response.headers.multi_items())
-            result = parse(response.status_code, response.read(), headers)
+            result = read(response, headers)
         finally:
             response.close()
         result.latency = time.perf_counter() - started
