@@ -392,6 +392,13 @@ class EndpointClient:
         url: str,
         retry_non_json: bool = False,
     ) -> ChatResult:
+        """Call `send` until its answer stands or the retries run out; record every attempt.
+
+        Raises:
+            EndpointError: a transport failure or a 429/5xx outlived the retries (a
+                persistent 5xx is returned instead with `keep_persistent_5xx`), or the
+                endpoint rejected the key.
+        """
         attempts = self.max_retries + 1
         for attempt in range(1, attempts + 1):
             started = time.perf_counter()
@@ -405,53 +412,17 @@ class EndpointClient:
                 "stream": stream,
                 "request": body,
             }
-            wait: float | None = None
             try:
                 result = send()
             except openai.APIStatusError as exc:
-                result = parse_completion(
-                    exc.status_code,
-                    exc.response.read(),
-                    self.redactor.headers(exc.response.headers.multi_items()),
-                )
-                result.stream = stream
-                result.latency = time.perf_counter() - started
+                result = self._status_answer(exc, stream, started)
             except Exception as exc:  # noqa: BLE001 - translated below, re-raised if unknown
-                partial: ChatResult | None = None
-                cause: BaseException = exc
-                if isinstance(exc, _StreamBroken) and exc.__cause__ is not None:
-                    partial, cause = exc.partial, exc.__cause__
-                kind = transport_fault(cause, stream_started=partial is not None)
-                error = self._translate(cause, attempt, kind)
-                record.update(
-                    status=partial.status if partial else None,
-                    headers=partial.headers if partial else None,
-                    # What arrived before the break, as evidence of where it broke.
-                    response=partial.chunks if partial else None,
-                    error=f"{type(error).__name__}: {error.message}",
-                    fault=kind,
-                    latency_ms=round((time.perf_counter() - started) * 1000, 3),
-                    retry=not final,
-                )
-                self.transcript.write(record)
+                error = self._record_failure(exc, record, attempt, started, final)
                 if final:
                     raise error from None
                 self._sleep(self._delay(attempt, None))
                 continue
-            result.attempts = attempt
-            fault = answer_fault(result, non_json=retry_non_json)
-            record.update(
-                status=result.status,
-                headers=result.headers,
-                response=result.chunks if result.stream and result.chunks else result.body,
-                problems=[p.code for p in result.problems] or None,
-                fault=fault,
-                latency_ms=round(result.latency * 1000, 3),
-                retry=fault is not None and not final,
-            )
-            self.transcript.write(record)
-            if result.status in (401, 403):
-                raise EndpointAuthError(self._auth_message(result.status), attempts=attempt)
+            fault = self._record_answer(result, record, attempt, final, retry_non_json)
             if fault is None:
                 return result
             if final:
@@ -465,6 +436,75 @@ class EndpointClient:
             wait = retry_after_seconds(result.headers) if result.status == 429 else None
             self._sleep(self._delay(attempt, wait))
         raise AssertionError("unreachable: the loop returns or raises")
+
+    def _status_answer(
+        self, exc: openai.APIStatusError, stream: bool, started: float
+    ) -> ChatResult:
+        """The answer the SDK raised as a status error, as a result like any other."""
+        result = parse_completion(
+            exc.status_code,
+            exc.response.read(),
+            self.redactor.headers(exc.response.headers.multi_items()),
+        )
+        result.stream = stream
+        result.latency = time.perf_counter() - started
+        return result
+
+    def _record_failure(
+        self, exc: Exception, record: dict[str, Any], attempt: int, started: float, final: bool
+    ) -> EndpointError:
+        """Write the record of an attempt that got no answer; the error it is, to raise if final.
+
+        Raises:
+            Exception: `exc` itself when it is no transport failure (a bug of ours).
+        """
+        partial: ChatResult | None = None
+        cause: BaseException = exc
+        if isinstance(exc, _StreamBroken) and exc.__cause__ is not None:
+            partial, cause = exc.partial, exc.__cause__
+        kind = transport_fault(cause, stream_started=partial is not None)
+        error = self._translate(cause, attempt, kind)
+        record.update(
+            status=partial.status if partial else None,
+            headers=partial.headers if partial else None,
+            # What arrived before the break, as evidence of where it broke.
+            response=partial.chunks if partial else None,
+            error=f"{type(error).__name__}: {error.message}",
+            fault=kind,
+            latency_ms=round((time.perf_counter() - started) * 1000, 3),
+            retry=not final,
+        )
+        self.transcript.write(record)
+        return error
+
+    def _record_answer(
+        self,
+        result: ChatResult,
+        record: dict[str, Any],
+        attempt: int,
+        final: bool,
+        retry_non_json: bool,
+    ) -> str | None:
+        """Write the record of an answered attempt; its fault kind, None when the answer stands.
+
+        Raises:
+            EndpointAuthError: the answer is a 401 or 403.
+        """
+        result.attempts = attempt
+        fault = answer_fault(result, non_json=retry_non_json)
+        record.update(
+            status=result.status,
+            headers=result.headers,
+            response=result.chunks if result.stream and result.chunks else result.body,
+            problems=[p.code for p in result.problems] or None,
+            fault=fault,
+            latency_ms=round(result.latency * 1000, 3),
+            retry=fault is not None and not final,
+        )
+        self.transcript.write(record)
+        if result.status in (401, 403):
+            raise EndpointAuthError(self._auth_message(result.status), attempts=attempt)
+        return fault
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
