@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -81,6 +82,26 @@ def test_numbers() -> None:
     ):
         with pytest.raises(argparse.ArgumentTypeError, match="given"):
             parse(bad)
+
+
+@pytest.mark.parametrize(
+    ("parse", "bad", "message"),
+    [
+        (positive_int, "0", "must be a whole number >= 1, given: '0'"),
+        (positive_int, "1.5", "must be a whole number >= 1, given: '1.5'"),
+        (non_negative_int, "-1", "must be a whole number >= 0, given: '-1'"),
+        (non_negative_int, "", "must be a whole number >= 0, given: ''"),
+        (positive_seconds, "-2", "must be a number of seconds > 0, given: '-2'"),
+        (positive_seconds, "1e400", "must be a number of seconds > 0, given: '1e400'"),
+        (positive_seconds, "soon", "must be a number of seconds > 0, given: 'soon'"),
+    ],
+)
+def test_number_messages_are_the_same_for_no_number_and_out_of_range(
+    parse: Callable[[str], object], bad: str, message: str
+) -> None:
+    with pytest.raises(argparse.ArgumentTypeError) as info:
+        parse(bad)
+    assert str(info.value) == message
 
 
 def test_family_list_keeps_canonical_order_and_suggests() -> None:

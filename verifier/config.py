@@ -1,8 +1,14 @@
 """RunConfig: every option of a verification run, validated once, frozen.
 
-The parsing functions here are the ``type=`` callables of the command-line
-options: each raises ``argparse.ArgumentTypeError`` with a message that names
-the bad value and what is valid, so that pytest prints one line.
+:func:`normalize_endpoint`, :func:`env_var_name`, :func:`positive_int`,
+:func:`non_negative_int` and :func:`positive_seconds` are the ``type=`` callables
+of command-line options: each raises ``argparse.ArgumentTypeError`` with a
+message that says what is valid and names the bad value, except
+:func:`env_var_name` (the value may be the key itself) and
+:func:`normalize_endpoint`, which removes an http(s) URL's credentials first.
+The plugin turns the error into a one-line usage error naming the option.
+:func:`family_list` runs later, once the registered families are known, and
+raises :class:`~verifier.errors.ConfigError` like the other checks here.
 """
 
 from __future__ import annotations
@@ -11,11 +17,12 @@ import argparse
 import dataclasses
 import difflib
 import json
+import math
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from .endpoint.redaction import redact_url
@@ -32,6 +39,7 @@ FAMILY_NAMES = (
 )
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_Number = TypeVar("_Number", int, float)
 
 
 def normalize_endpoint(value: str) -> str:
@@ -75,37 +83,35 @@ def env_var_name(value: str) -> str:
 
 def positive_int(value: str) -> int:
     """A whole number >= 1."""
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, given: {value!r}") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, given: {value!r}")
-    return number
+    return _number(value, int, lambda n: n >= 1, "a whole number >= 1")
 
 
 def non_negative_int(value: str) -> int:
     """A whole number >= 0."""
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 0, given: {value!r}") from None
-    if number < 0:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 0, given: {value!r}")
-    return number
+    return _number(value, int, lambda n: n >= 0, "a whole number >= 0")
 
 
 def positive_seconds(value: str) -> float:
-    """A number of seconds > 0."""
+    """A number of seconds > 0 (not infinite, not NaN)."""
+    return _number(value, float, lambda n: 0 < n < math.inf, "a number of seconds > 0")
+
+
+def _number(
+    value: str, convert: Callable[[str], _Number], valid: Callable[[_Number], bool], expected: str
+) -> _Number:
+    """`value` converted with `convert`, when that succeeds and the number is `valid`.
+
+    Raises:
+        argparse.ArgumentTypeError: ``must be {expected}, given: {value!r}``, for a value
+            that is no number and for one out of range alike.
+    """
     try:
-        number = float(value)
+        number = convert(value)
+        if valid(number):
+            return number
     except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"must be a number of seconds > 0, given: {value!r}"
-        ) from None
-    if not number > 0 or number == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, given: {value!r}")
-    return number
+        pass
+    raise argparse.ArgumentTypeError(f"must be {expected}, given: {value!r}")
 
 
 def known_families(registered: Iterable[str]) -> tuple[str, ...]:

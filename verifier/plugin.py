@@ -28,145 +28,6 @@ from .config import (
 from .errors import VerifierError
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    """Declare the verifier's options (all in one group)."""
-    group = parser.getgroup("verifier", "verification of an OpenAI-compatible endpoint")
-    group.addoption(
-        "--endpoint",
-        metavar="URL",
-        type=_option_type("--endpoint", normalize_endpoint),
-        help="base URL of the API to verify, e.g. http://127.0.0.1:8000/v1 (/v1 is added "
-        "when the URL has no path). Without it, no conformance item is collected.",
-    )
-    group.addoption(
-        "--model",
-        metavar="NAME",
-        help="model to verify (default: the only model the endpoint lists)",
-    )
-    group.addoption(
-        "--api-key-env",
-        metavar="NAME",
-        default="OPENAI_API_KEY",
-        type=_option_type("--api-key-env", env_var_name),
-        help="environment variable that holds the API key (default: OPENAI_API_KEY); "
-        "the key itself is never an option value",
-    )
-    group.addoption(
-        "--families",
-        metavar="LIST",
-        help="comma-separated families to run (default: every family this version has)",
-    )
-    group.addoption(
-        "--repeats",
-        metavar="K",
-        type=_option_type("--repeats", positive_int),
-        help="requests per case (default: the family's: tool_calling 5, others 1)",
-    )
-    group.addoption(
-        "--seed",
-        metavar="N",
-        type=_option_type("--seed", non_negative_int),
-        default=1234,
-        help="seed sent with every request (default: 1234)",
-    )
-    group.addoption(
-        "--timeout",
-        metavar="SECONDS",
-        type=_option_type("--timeout", positive_seconds),
-        default=60.0,
-        help="seconds allowed to connect and between bytes of an answer (default: 60)",
-    )
-    group.addoption(
-        "--max-retries",
-        metavar="N",
-        type=_option_type("--max-retries", non_negative_int),
-        default=3,
-        help="retries of a request after a connection error, timeout, 429 or 5xx (default: 3)",
-    )
-    group.addoption(
-        "--retry-backoff",
-        metavar="SECONDS",
-        type=_option_type("--retry-backoff", positive_seconds),
-        default=0.5,
-        help="wait before the first retry, doubled for each further one, jittered (default: 0.5)",
-    )
-    group.addoption(
-        "--out",
-        metavar="DIR",
-        default="verifier-out",
-        help="folder for the journal, transcript and scorecard (default: verifier-out)",
-    )
-    group.addoption(
-        "--profile",
-        metavar="NAME|PATH|NAME:PATH",
-        help="the model's own chat template and tokenizer, for the chat_template and tokenizer "
-        "families: a built-in profile (kimi-k2), a model folder, or a folder on top of a "
-        "built-in (kimi-k2:/models/Kimi-K2). Default: the built-in profile of the model the "
-        "endpoint serves, if any; none: no profile",
-    )
-    group.addoption(
-        "--generated",
-        metavar="N",
-        type=_option_type("--generated", non_negative_int),
-        default=0,
-        help="add N structured-output cases drawn from a JSON-Schema strategy (default: 0)",
-    )
-    group.addoption(
-        "--generated-seed",
-        metavar="S",
-        type=_option_type("--generated-seed", non_negative_int),
-        help="seed for --generated (default: --seed); recorded in the scorecard",
-    )
-    group.addoption(
-        "--baseline",
-        metavar="SCORECARD",
-        help="scorecard.json of a reference endpoint: families that compare with it report "
-        "agreement (tool-call trigger F1, tool choice, prompt token counts, vision answers)",
-    )
-    group.addoption(
-        "--sign-key",
-        metavar="PATH",
-        help="Ed25519 private key (`verifier keygen`): also write scorecard.dsse.json, the "
-        "scorecard signed as an in-toto statement over the transcript and the corpus",
-    )
-    group.addoption(
-        "--gate",
-        action="store_true",
-        help="apply the day-0 gate: the exit status is 0 only when every family meets its "
-        "thresholds (defaults, the profile's, or --gate-thresholds)",
-    )
-    group.addoption(
-        "--gate-thresholds",
-        metavar="FILE",
-        help="TOML file of gate thresholds per family (implies --gate)",
-    )
-    group.addoption(
-        "--concurrency",
-        metavar="N",
-        type=_option_type("--concurrency", positive_int),
-        default=1,
-        help="cases in flight at once in each process (pytest-xdist's -n multiplies it); "
-        "outcomes do not depend on it (default: 1)",
-    )
-    group.addoption(
-        "--budget",
-        choices=("full", "auto"),
-        default="full",
-        help="auto: stop sending a family's cases (and a case's repeats) once its verdict "
-        "against the gate's min_score is statistically decided (default: full)",
-    )
-    group.addoption(
-        "--insecure",
-        action="store_true",
-        help="do not verify the endpoint's TLS certificate (recorded in the scorecard)",
-    )
-    group.addoption(
-        "--resume",
-        action="store_true",
-        help="continue the run recorded in --out: cases already graded are not sent again",
-    )
-
-
 def _option_type(option: str, parse: Callable[[str], Any]) -> Callable[[str], Any]:
     """Wrap a parser so that a bad value is one line naming the option (pytest.UsageError)."""
 
@@ -185,6 +46,162 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     from . import hookspecs
 
     pluginmanager.add_hookspecs(hookspecs)
+
+
+def _option(
+    name: str, *, help: str, parse: Callable[[str], Any] | None = None, **attrs: Any
+) -> tuple[str, dict[str, Any]]:
+    """An option's name and ``addoption`` keywords; `parse` becomes its ``type=``."""
+    if parse is not None:
+        attrs["type"] = _option_type(name, parse)
+    return name, {**attrs, "help": help}
+
+
+# In the order --help lists them. Only the keywords given are passed: argparse's own
+# defaults (False for store_true, None otherwise) stand where none is named.
+_OPTIONS = (
+    _option(
+        "--endpoint",
+        metavar="URL",
+        parse=normalize_endpoint,
+        help="base URL of the API to verify, e.g. http://127.0.0.1:8000/v1 (/v1 is added "
+        "when the URL has no path). Without it, no conformance item is collected.",
+    ),
+    _option(
+        "--model",
+        metavar="NAME",
+        help="model to verify (default: the only model the endpoint lists)",
+    ),
+    _option(
+        "--api-key-env",
+        metavar="NAME",
+        default="OPENAI_API_KEY",
+        parse=env_var_name,
+        help="environment variable that holds the API key (default: OPENAI_API_KEY); "
+        "the key itself is never an option value",
+    ),
+    _option(
+        "--families",
+        metavar="LIST",
+        help="comma-separated families to run (default: every family this version has)",
+    ),
+    _option(
+        "--repeats",
+        metavar="K",
+        parse=positive_int,
+        help="requests per case (default: the family's: tool_calling 5, others 1)",
+    ),
+    _option(
+        "--seed",
+        metavar="N",
+        parse=non_negative_int,
+        default=1234,
+        help="seed sent with every request (default: 1234)",
+    ),
+    _option(
+        "--timeout",
+        metavar="SECONDS",
+        parse=positive_seconds,
+        default=60.0,
+        help="seconds allowed to connect and between bytes of an answer (default: 60)",
+    ),
+    _option(
+        "--max-retries",
+        metavar="N",
+        parse=non_negative_int,
+        default=3,
+        help="retries of a request after a connection error, timeout, 429 or 5xx (default: 3)",
+    ),
+    _option(
+        "--retry-backoff",
+        metavar="SECONDS",
+        parse=positive_seconds,
+        default=0.5,
+        help="wait before the first retry, doubled for each further one, jittered (default: 0.5)",
+    ),
+    _option(
+        "--out",
+        metavar="DIR",
+        default="verifier-out",
+        help="folder for the journal, transcript and scorecard (default: verifier-out)",
+    ),
+    _option(
+        "--profile",
+        metavar="NAME|PATH|NAME:PATH",
+        help="the model's own chat template and tokenizer, for the chat_template and tokenizer "
+        "families: a built-in profile (kimi-k2), a model folder, or a folder on top of a "
+        "built-in (kimi-k2:/models/Kimi-K2). Default: the built-in profile of the model the "
+        "endpoint serves, if any; none: no profile",
+    ),
+    _option(
+        "--generated",
+        metavar="N",
+        parse=non_negative_int,
+        default=0,
+        help="add N structured-output cases drawn from a JSON-Schema strategy (default: 0)",
+    ),
+    _option(
+        "--generated-seed",
+        metavar="S",
+        parse=non_negative_int,
+        help="seed for --generated (default: --seed); recorded in the scorecard",
+    ),
+    _option(
+        "--baseline",
+        metavar="SCORECARD",
+        help="scorecard.json of a reference endpoint: families that compare with it report "
+        "agreement (tool-call trigger F1, tool choice, prompt token counts, vision answers)",
+    ),
+    _option(
+        "--sign-key",
+        metavar="PATH",
+        help="Ed25519 private key (`verifier keygen`): also write scorecard.dsse.json, the "
+        "scorecard signed as an in-toto statement over the transcript and the corpus",
+    ),
+    _option(
+        "--gate",
+        action="store_true",
+        help="apply the day-0 gate: the exit status is 0 only when every family meets its "
+        "thresholds (defaults, the profile's, or --gate-thresholds)",
+    ),
+    _option(
+        "--gate-thresholds",
+        metavar="FILE",
+        help="TOML file of gate thresholds per family (implies --gate)",
+    ),
+    _option(
+        "--concurrency",
+        metavar="N",
+        parse=positive_int,
+        default=1,
+        help="cases in flight at once in each process (pytest-xdist's -n multiplies it); "
+        "outcomes do not depend on it (default: 1)",
+    ),
+    _option(
+        "--budget",
+        choices=("full", "auto"),
+        default="full",
+        help="auto: stop sending a family's cases (and a case's repeats) once its verdict "
+        "against the gate's min_score is statistically decided (default: full)",
+    ),
+    _option(
+        "--insecure",
+        action="store_true",
+        help="do not verify the endpoint's TLS certificate (recorded in the scorecard)",
+    ),
+    _option(
+        "--resume",
+        action="store_true",
+        help="continue the run recorded in --out: cases already graded are not sent again",
+    ),
+)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Declare the verifier's options (all in one group)."""
+    group = parser.getgroup("verifier", "verification of an OpenAI-compatible endpoint")
+    for name, attrs in _OPTIONS:
+        group.addoption(name, **attrs)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -51,6 +51,32 @@ def _per_vendor(
     return [MISSING if m is None else measure(m) for m in metrics]
 
 
+def _names(metrics: Sequence[Mapping[str, Any] | None], field: str) -> list[str]:
+    """The names under `field` in any vendor's metrics, sorted."""
+    return _union(m.get(field) for m in metrics if m is not None)
+
+
+def _rows_per_name(
+    metrics: Sequence[Mapping[str, Any] | None],
+    names: Iterable[str],
+    measure: Callable[[Mapping[str, Any], str], Measure],
+) -> tuple[Row, ...]:
+    """A ranked row per name: each vendor's `measure` of that name."""
+    return tuple(ranked_row(name, _per_vendor(metrics, _of_name(measure, name))) for name in names)
+
+
+def _of_name(
+    measure: Callable[[Mapping[str, Any], str], Measure], name: str
+) -> Callable[[Mapping[str, Any]], Measure]:
+    """`measure` of one name, as a function of a vendor's metrics."""
+    return lambda metrics: measure(metrics, name)
+
+
+def _rate_at(path: str) -> Callable[[Mapping[str, Any]], Measure]:
+    """The rate at a dotted `path` of a vendor's metrics."""
+    return lambda metrics: rate_measure(_dig(metrics, *path.split(".")))
+
+
 def _code_counts(entry: Mapping[str, Any], path: Sequence[str]) -> Mapping[str, Any]:
     counts = _dig(entry, *path)
     return counts if isinstance(counts, Mapping) else {}
@@ -127,20 +153,16 @@ def disagreements(
     )
 
 
-def _status_table(title: str, note: str, entries: Entries, key: str) -> Table:
+def _status_table(title: str, entries: Entries, key: str) -> Table:
+    """Cases by status of each check (or category) under `key`."""
     metrics = _metrics(entries)
     return Table(
         title,
-        note,
-        tuple(
-            ranked_row(
-                name,
-                _per_vendor(
-                    metrics,
-                    lambda m, name=name: status_counts_measure((m.get(key) or {}).get(name)),
-                ),
-            )
-            for name in _union(m.get(key) for m in metrics if m is not None)
+        "cases by status; ranked by the pass share of graded cases",
+        _rows_per_name(
+            metrics,
+            _names(metrics, key),
+            lambda m, name: status_counts_measure((m.get(key) or {}).get(name)),
         ),
     )
 
@@ -174,11 +196,7 @@ def tool_calling(entries: Entries) -> View:
     """pass^k, accuracy, determinism, stream parity; accuracy per category; decisions."""
     metrics = _metrics(entries)
     rates = tuple(
-        ranked_row(
-            label,
-            _per_vendor(metrics, lambda m, path=path: rate_measure(_dig(m, *path.split(".")))),
-        )
-        for label, path in TOOL_RATES
+        ranked_row(label, _per_vendor(metrics, _rate_at(path))) for label, path in TOOL_RATES
     )
     compared = next((m["compared"] for m in metrics if m and m.get("compared")), None)
     categories = _union(_dig(m, "accuracy", "by_category") for m in metrics)
@@ -195,15 +213,10 @@ def tool_calling(entries: Entries) -> View:
         Table(
             "Accuracy by category",
             "the expected tools and arguments, per kind of case",
-            tuple(
-                ranked_row(
-                    category,
-                    _per_vendor(
-                        metrics,
-                        lambda m, c=category: rate_measure(_dig(m, "accuracy", "by_category", c)),
-                    ),
-                )
-                for category in categories
+            _rows_per_name(
+                metrics,
+                categories,
+                lambda m, category: rate_measure(_dig(m, "accuracy", "by_category", category)),
             ),
         ),
         codes_table(entries, extra=(("accuracy: ", ("metrics", "accuracy", "codes")),)),
@@ -236,7 +249,9 @@ def _keyword_measure(row: Mapping[str, Any] | None) -> Measure:
     return Measure(", ".join(parts), State.GRADED, measure.value, measure.interval)
 
 
-def _sum_rows(rows: Any) -> dict[str, int]:
+def _totals(m: Mapping[str, Any]) -> dict[str, int]:
+    """Cases, accepted, valid, silent and rejected, summed over the modes (else the keywords)."""
+    rows = m.get("modes") or m.get("keywords")
     total = {"cases": 0, "accepted": 0, "valid": 0, "silent": 0, "rejected": 0}
     for row in rows.values() if isinstance(rows, Mapping) else ():
         for key in total:
@@ -244,60 +259,75 @@ def _sum_rows(rows: Any) -> dict[str, int]:
     return total
 
 
-def structured_output(entries: Entries) -> View:
-    """Silent acceptance and declared coverage; the per-keyword and per-mode matrices."""
-    metrics = _metrics(entries)
+def _silent_acceptance(m: Mapping[str, Any]) -> Measure:
+    """Accepted schemas whose output violated them, naming the keywords; fewer is better."""
+    total = _totals(m)
+    measure = counted_rate(total["silent"], total["accepted"], label="accepted")
+    keywords = ", ".join(f"{s['keyword']} ({s['cases']})" for s in m.get("silent_acceptance", []))
+    if measure.state is not State.GRADED or not keywords:
+        return measure
+    return Measure(f"{measure.text}: {keywords}", State.GRADED, measure.value, measure.interval)
 
-    def silent(m: Mapping[str, Any]) -> Measure:
-        total = _sum_rows(m.get("modes") or m.get("keywords"))
-        measure = counted_rate(total["silent"], total["accepted"], label="accepted")
-        keywords = ", ".join(
-            f"{s['keyword']} ({s['cases']})" for s in m.get("silent_acceptance", [])
-        )
-        if measure.state is not State.GRADED or not keywords:
-            return measure
-        return Measure(f"{measure.text}: {keywords}", State.GRADED, measure.value, measure.interval)
 
-    def declared(m: Mapping[str, Any]) -> Measure:
-        total = _sum_rows(m.get("modes") or m.get("keywords"))
-        return counted_rate(total["accepted"], total["cases"], label="schemas")
+def _declared_coverage(m: Mapping[str, Any]) -> Measure:
+    """Schemas the endpoint accepted, of those sent."""
+    total = _totals(m)
+    return counted_rate(total["accepted"], total["cases"], label="schemas")
 
-    key = (
-        ranked_row("silent acceptance", _per_vendor(metrics, silent), higher_is_better=False),
-        ranked_row("declared coverage", _per_vendor(metrics, declared)),
+
+_MATRIX_NOTE = (
+    "accepted: the schema was taken (declared coverage); valid: the output validated "
+    "(empirical coverage); silently accepted: taken, then violated. Ranked by the share "
+    "of cases with valid output"
+)
+
+
+def _keyword_matrix(metrics: Sequence[Mapping[str, Any] | None], title: str, field: str) -> Table:
+    """A row per keyword (or mode) under `field`: accepted, valid, silently accepted."""
+    return Table(
+        title,
+        _MATRIX_NOTE,
+        _rows_per_name(
+            metrics, _names(metrics, field), lambda m, name: _keyword_measure(_dig(m, field, name))
+        ),
     )
 
-    def matrix(title: str, field: str, note: str) -> Table:
-        return Table(
-            title,
-            note,
-            tuple(
-                ranked_row(
-                    name,
-                    _per_vendor(metrics, lambda m, n=name: _keyword_measure(_dig(m, field, n))),
-                )
-                for name in _union(m.get(field) for m in metrics if m is not None)
+
+def _malformed_row(
+    metrics: Sequence[Mapping[str, Any] | None], field: str, label: str, *, better: bool
+) -> Row:
+    """Malformed response_format cases counted under `field`: a rate if more is better."""
+
+    def measure(m: Mapping[str, Any]) -> Measure:
+        seen = m.get("malformed") or {}
+        if not seen.get("cases"):
+            return MISSING
+        if better:
+            return counted_rate(int(seen.get(field, 0)), int(seen["cases"]))
+        return count_measure(int(seen.get(field, 0)))
+
+    return ranked_row(label, _per_vendor(metrics, measure), higher_is_better=better)
+
+
+def _malformed_table(metrics: Sequence[Mapping[str, Any] | None]) -> Table:
+    """How the endpoint answered invalid schemas."""
+    return Table(
+        "Malformed response_format",
+        "invalid schemas should be refused with a 4xx and an OpenAI error object",
+        (
+            _malformed_row(metrics, "rejected_4xx", "rejected with a 4xx", better=True),
+            _malformed_row(metrics, "accepted", "accepted", better=False),
+            _malformed_row(metrics, "server_error", "server error (5xx)", better=False),
+            _malformed_row(
+                metrics, "no_error_object", "refused without an error object", better=False
             ),
-        )
-
-    matrix_note = (
-        "accepted: the schema was taken (declared coverage); valid: the output validated "
-        "(empirical coverage); silently accepted: taken, then violated. Ranked by the share "
-        "of cases with valid output"
+        ),
     )
 
-    def malformed(field: str, label: str, *, better: bool) -> Row:
-        def measure(m: Mapping[str, Any]) -> Measure:
-            seen = m.get("malformed") or {}
-            if not seen.get("cases"):
-                return MISSING
-            if better:
-                return counted_rate(int(seen.get(field, 0)), int(seen["cases"]))
-            return count_measure(int(seen.get(field, 0)))
 
-        return ranked_row(label, _per_vendor(metrics, measure), higher_is_better=better)
-
-    truncation = ranked_row(
+def _truncation_table(metrics: Sequence[Mapping[str, Any] | None]) -> Table:
+    """Output cut by max_tokens that ended as it must."""
+    handled = ranked_row(
         "handled",
         _per_vendor(
             metrics,
@@ -306,25 +336,28 @@ def structured_output(entries: Entries) -> View:
             ),
         ),
     )
+    return Table(
+        "Truncation",
+        "output cut by max_tokens must end with finish_reason length",
+        (handled,),
+    )
+
+
+def structured_output(entries: Entries) -> View:
+    """Silent acceptance and declared coverage; the per-keyword and per-mode matrices."""
+    metrics = _metrics(entries)
+    key = (
+        ranked_row(
+            "silent acceptance", _per_vendor(metrics, _silent_acceptance), higher_is_better=False
+        ),
+        ranked_row("declared coverage", _per_vendor(metrics, _declared_coverage)),
+    )
     tables = (
         Table("Key rates", "silent acceptance: fewer is better", key),
-        matrix("Per JSON-Schema keyword", "keywords", matrix_note),
-        matrix("Per mode", "modes", matrix_note),
-        Table(
-            "Malformed response_format",
-            "invalid schemas should be refused with a 4xx and an OpenAI error object",
-            (
-                malformed("rejected_4xx", "rejected with a 4xx", better=True),
-                malformed("accepted", "accepted", better=False),
-                malformed("server_error", "server error (5xx)", better=False),
-                malformed("no_error_object", "refused without an error object", better=False),
-            ),
-        ),
-        Table(
-            "Truncation",
-            "output cut by max_tokens must end with finish_reason length",
-            (truncation,),
-        ),
+        _keyword_matrix(metrics, "Per JSON-Schema keyword", "keywords"),
+        _keyword_matrix(metrics, "Per mode", "modes"),
+        _malformed_table(metrics),
+        _truncation_table(metrics),
         codes_table(entries),
         answers_table(entries),
     )
@@ -379,12 +412,7 @@ def tokenizer(entries: Entries) -> View:
         ],
     )
     tables = (
-        _status_table(
-            "Per category",
-            "cases by status; ranked by the pass share of graded cases",
-            entries,
-            "categories",
-        ),
+        _status_table("Per category", entries, "categories"),
         Table("Method", "how token ids were obtained; not ranked", (methods,)),
         codes_table(entries),
         answers_table(entries),
@@ -397,12 +425,7 @@ def vision(entries: Entries) -> View:
     metrics = _metrics(entries)
     key = (_failing(metrics, "checks", "failing checks"),)
     tables = [
-        _status_table(
-            "Per check",
-            "cases by status; ranked by the pass share of graded cases",
-            entries,
-            "checks",
-        ),
+        _status_table("Per check", entries, "checks"),
         codes_table(entries),
         answers_table(entries),
     ]
@@ -420,12 +443,7 @@ def wire(entries: Entries) -> View:
     answers = answers_table(entries)
     key = (_failing(metrics, "checks", "failing checks"), answers.rows[0])
     tables = (
-        _status_table(
-            "Per check",
-            "cases by status; ranked by the pass share of graded cases",
-            entries,
-            "checks",
-        ),
+        _status_table("Per check", entries, "checks"),
         codes_table(entries),
         answers,
     )

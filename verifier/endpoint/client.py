@@ -158,6 +158,37 @@ def answer_fault(result: ChatResult, *, non_json: bool) -> str | None:
     return None
 
 
+# Reads an answer from the response and its redacted headers.
+_Reader = Callable[[httpx2.Response, dict[str, str]], ChatResult]
+
+
+def _whole_body(parse: Callable[[int, bytes, dict[str, str]], ChatResult]) -> _Reader:
+    """A reader that parses the whole body with `parse`."""
+
+    def read(response: httpx2.Response, headers: dict[str, str]) -> ChatResult:
+        return parse(response.status_code, response.read(), headers)
+
+    return read
+
+
+def _event_stream(response: httpx2.Response, headers: dict[str, str]) -> ChatResult:
+    """A streamed chat answer, accumulated from its SSE events.
+
+    Raises:
+        _StreamBroken: the stream broke off; its cause is the transport error.
+    """
+    if "text/event-stream" not in response.headers.get("content-type", ""):
+        # Not SSE at all (a JSON body, an error page): read it as a plain answer.
+        result = parse_completion(response.status_code, response.read(), headers)
+        result.stream = True
+        return result
+    result = ChatResult(stream=True, status=response.status_code, headers=headers)
+    try:
+        return accumulate(response.iter_bytes(), result)
+    except httpx2.TransportError as exc:
+        raise _StreamBroken(result) from exc
+
+
 class EndpointClient:
     """Sends chat-completions requests and returns :class:`ChatResult` objects.
 
@@ -271,14 +302,14 @@ class EndpointClient:
         must be rejected, the server error is the finding.
         """
         return self._with_retries(
-            lambda: self._send_whole(
+            lambda: self._send(
                 lambda: self._sdk.post(
                     "/chat/completions",
                     content=content,
                     options={"headers": {"Content-Type": content_type}},
                     cast_to=httpx2.Response,
                 ),
-                parse_completion,
+                _whole_body(parse_completion),
             ),
             body={"raw": content.decode("utf-8", "replace"), "content_type": content_type},
             stream=False,
@@ -300,8 +331,9 @@ class EndpointClient:
         /detokenize, /apply-template): a 404 means the server has none.
         """
         return self._with_retries(
-            lambda: self._send_whole(
-                lambda: self._sdk.post(url, body=body, cast_to=httpx2.Response), parse_body
+            lambda: self._send(
+                lambda: self._sdk.post(url, body=body, cast_to=httpx2.Response),
+                _whole_body(parse_body),
             ),
             body=body,
             stream=False,
@@ -313,8 +345,8 @@ class EndpointClient:
     def get(self, path: str, *, label: str = "") -> ChatResult:
         """GET a path of the base URL (``/models``) or an absolute URL, parsed as JSON."""
         return self._with_retries(
-            lambda: self._send_whole(
-                lambda: self._sdk.get(path, cast_to=httpx2.Response), parse_body
+            lambda: self._send(
+                lambda: self._sdk.get(path, cast_to=httpx2.Response), _whole_body(parse_body)
             ),
             body=None,
             stream=False,
@@ -351,42 +383,21 @@ class EndpointClient:
         return f"{self.display_url}{url}"
 
     def _send_chat(self, body: dict[str, Any], stream: bool) -> ChatResult:
-        started = time.perf_counter()
-        response = self._sdk.post(
-            "/chat/completions", body=body, cast_to=httpx2.Response, stream=stream
+        """POST the chat body; a stream is read event by event, any other answer whole."""
+        return self._send(
+            lambda: self._sdk.post(
+                "/chat/completions", body=body, cast_to=httpx2.Response, stream=stream
+            ),
+            _event_stream if stream else _whole_body(parse_completion),
         )
-        try:
-            headers = self.redactor.headers(response.headers.multi_items())
-            if stream:
-                result = ChatResult(stream=True, status=response.status_code, headers=headers)
-                content_type = response.headers.get("content-type", "")
-                if "text/event-stream" not in content_type:
-                    # Not SSE at all (a JSON body, an error page): read it as a plain answer.
-                    result = parse_completion(response.status_code, response.read(), headers)
-                    result.stream = True
-                else:
-                    try:
-                        result = accumulate(response.iter_bytes(), result)
-                    except httpx2.TransportError as exc:
-                        raise _StreamBroken(result) from exc
-            else:
-                result = parse_completion(response.status_code, response.read(), headers)
-        finally:
-            response.close()
-        result.latency = time.perf_counter() - started
-        return result
 
-    def _send_whole(
-        self,
-        respond: Callable[[], httpx2.Response],
-        parse: Callable[[int, bytes, dict[str, str]], ChatResult],
-    ) -> ChatResult:
-        """Send with `respond`, read the whole body and parse it with `parse`, timed."""
+    def _send(self, respond: Callable[[], httpx2.Response], read: _Reader) -> ChatResult:
+        """Send with `respond` and read the answer with `read`, timed; the response is closed."""
         started = time.perf_counter()
         response = respond()
         try:
             headers = self.redactor.headers(response.headers.multi_items())
-            result = parse(response.status_code, response.read(), headers)
+            result = read(response, headers)
         finally:
             response.close()
         result.latency = time.perf_counter() - started
@@ -403,6 +414,13 @@ class EndpointClient:
         url: str,
         retry_non_json: bool = False,
     ) -> ChatResult:
+        """Call `send` until its answer stands or the retries run out; record every attempt.
+
+        Raises:
+            EndpointError: a transport failure or a 429/5xx outlived the retries (a
+                persistent 5xx is returned instead with `keep_persistent_5xx`), or the
+                endpoint rejected the key.
+        """
         attempts = self.max_retries + 1
         for attempt in range(1, attempts + 1):
             started = time.perf_counter()
@@ -416,53 +434,17 @@ class EndpointClient:
                 "stream": stream,
                 "request": body,
             }
-            wait: float | None = None
             try:
                 result = send()
             except openai.APIStatusError as exc:
-                result = parse_completion(
-                    exc.status_code,
-                    exc.response.read(),
-                    self.redactor.headers(exc.response.headers.multi_items()),
-                )
-                result.stream = stream
-                result.latency = time.perf_counter() - started
+                result = self._status_answer(exc, stream, started)
             except Exception as exc:  # noqa: BLE001 - translated below, re-raised if unknown
-                partial: ChatResult | None = None
-                cause: BaseException = exc
-                if isinstance(exc, _StreamBroken) and exc.__cause__ is not None:
-                    partial, cause = exc.partial, exc.__cause__
-                kind = transport_fault(cause, stream_started=partial is not None)
-                error = self._translate(cause, attempt, kind)
-                record.update(
-                    status=partial.status if partial else None,
-                    headers=partial.headers if partial else None,
-                    # What arrived before the break, as evidence of where it broke.
-                    response=partial.chunks if partial else None,
-                    error=f"{type(error).__name__}: {error.message}",
-                    fault=kind,
-                    latency_ms=round((time.perf_counter() - started) * 1000, 3),
-                    retry=not final,
-                )
-                self.transcript.write(record)
+                error = self._record_failure(exc, record, attempt, started, final)
                 if final:
                     raise error from None
                 self._sleep(self._delay(attempt, None))
                 continue
-            result.attempts = attempt
-            fault = answer_fault(result, non_json=retry_non_json)
-            record.update(
-                status=result.status,
-                headers=result.headers,
-                response=result.chunks if result.stream and result.chunks else result.body,
-                problems=[p.code for p in result.problems] or None,
-                fault=fault,
-                latency_ms=round(result.latency * 1000, 3),
-                retry=fault is not None and not final,
-            )
-            self.transcript.write(record)
-            if result.status in (401, 403):
-                raise EndpointAuthError(self._auth_message(result.status), attempts=attempt)
+            fault = self._record_answer(result, record, attempt, final, retry_non_json)
             if fault is None:
                 return result
             if final:
@@ -476,6 +458,75 @@ class EndpointClient:
             wait = retry_after_seconds(result.headers) if result.status == 429 else None
             self._sleep(self._delay(attempt, wait))
         raise AssertionError("unreachable: the loop returns or raises")
+
+    def _status_answer(
+        self, exc: openai.APIStatusError, stream: bool, started: float
+    ) -> ChatResult:
+        """The answer the SDK raised as a status error, as a result like any other."""
+        result = parse_completion(
+            exc.status_code,
+            exc.response.read(),
+            self.redactor.headers(exc.response.headers.multi_items()),
+        )
+        result.stream = stream
+        result.latency = time.perf_counter() - started
+        return result
+
+    def _record_failure(
+        self, exc: Exception, record: dict[str, Any], attempt: int, started: float, final: bool
+    ) -> EndpointError:
+        """Write the record of an attempt that got no answer; the error it is, to raise if final.
+
+        Raises:
+            Exception: `exc` itself when it is no transport failure (a bug of ours).
+        """
+        partial: ChatResult | None = None
+        cause: BaseException = exc
+        if isinstance(exc, _StreamBroken) and exc.__cause__ is not None:
+            partial, cause = exc.partial, exc.__cause__
+        kind = transport_fault(cause, stream_started=partial is not None)
+        error = self._translate(cause, attempt, kind)
+        record.update(
+            status=partial.status if partial else None,
+            headers=partial.headers if partial else None,
+            # What arrived before the break, as evidence of where it broke.
+            response=partial.chunks if partial else None,
+            error=f"{type(error).__name__}: {error.message}",
+            fault=kind,
+            latency_ms=round((time.perf_counter() - started) * 1000, 3),
+            retry=not final,
+        )
+        self.transcript.write(record)
+        return error
+
+    def _record_answer(
+        self,
+        result: ChatResult,
+        record: dict[str, Any],
+        attempt: int,
+        final: bool,
+        retry_non_json: bool,
+    ) -> str | None:
+        """Write the record of an answered attempt; its fault kind, None when the answer stands.
+
+        Raises:
+            EndpointAuthError: the answer is a 401 or 403.
+        """
+        result.attempts = attempt
+        fault = answer_fault(result, non_json=retry_non_json)
+        record.update(
+            status=result.status,
+            headers=result.headers,
+            response=result.chunks if result.stream and result.chunks else result.body,
+            problems=[p.code for p in result.problems] or None,
+            fault=fault,
+            latency_ms=round(result.latency * 1000, 3),
+            retry=fault is not None and not final,
+        )
+        self.transcript.write(record)
+        if result.status in (401, 403):
+            raise EndpointAuthError(self._auth_message(result.status), attempts=attempt)
+        return fault
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:

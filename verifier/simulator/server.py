@@ -380,12 +380,11 @@ class Handler(BaseHTTPRequestHandler):
             return
         content = body.get("content", body.get("prompt"))
         if route == "/tokenize" and isinstance(content, str):
-            text = content
             special = body.get("parse_special", True)
             ids = (
-                encode_all_special(path.tokenizer, text)
+                encode_all_special(path.tokenizer, content)
                 if special
-                else path.tokenizer.encode_ordinary(text)
+                else path.tokenizer.encode_ordinary(content)
             )
             self._send_json(200, {"tokens": ids})
             return
