@@ -108,10 +108,7 @@ def load_private_key(path: Path) -> Ed25519PrivateKey:
         SignatureError: the file cannot be read, is not a PEM private key, is encrypted,
             is a public key, or holds a key of another algorithm.
     """
-    data = _read_key_file(path, "private")
-    label = _pem_label(data)
-    if label is None:
-        raise SignatureError(f"{path} is not a PEM key file")
+    data, label = _pem_file(path, "private")
     if "PUBLIC KEY" in label:
         raise SignatureError(
             f"{path} is a public key; signing needs the private key (the file without .pub)"
@@ -141,10 +138,7 @@ def load_public_key(path: Path) -> Ed25519PublicKey:
         SignatureError: the file cannot be read, is not a PEM public key, is a private
             key, or holds a key of another algorithm.
     """
-    data = _read_key_file(path, "public")
-    label = _pem_label(data)
-    if label is None:
-        raise SignatureError(f"{path} is not a PEM key file")
+    data, label = _pem_file(path, "public")
     if "PRIVATE KEY" in label:
         raise SignatureError(
             f"{path} is a private key; verifying needs the public key (the .pub file)"
@@ -165,6 +159,19 @@ def _read_key_file(path: Path, kind: str) -> bytes:
         return Path(path).read_bytes()
     except OSError as exc:
         raise SignatureError(f"cannot read {kind} key {path}: {exc.strerror or exc}") from None
+
+
+def _pem_file(path: Path, kind: str) -> tuple[bytes, str]:
+    """A key file's bytes and its PEM label (``PRIVATE KEY``...).
+
+    Raises:
+        SignatureError: the file cannot be read, or is not PEM.
+    """
+    data = _read_key_file(path, kind)
+    label = _pem_label(data)
+    if label is None:
+        raise SignatureError(f"{path} is not a PEM key file")
+    return data, label
 
 
 def _pem_label(data: bytes) -> str | None:
