@@ -225,7 +225,7 @@ def _image_cost(
 
 
 def _run_tokens(case: Case, ctx: RunContext) -> Graded:
-    rule = (ctx.profile.settings.get("images") if ctx.profile else None) or {}
+    rule = (ctx.profile.policies.images if ctx.profile else None) or {}
     spec = case.data["images"][0]
     width, height = spec.get("size", [64, 64])
     cost = yield from _image_cost(
@@ -299,7 +299,7 @@ def _run_consistency(case: Case, ctx: RunContext) -> Graded:
 
 def _run_invalid(case: Case, ctx: RunContext) -> Graded:
     kind = case.data["invalid"]
-    limit = (ctx.profile.settings.get("images") or {}).get("max_side") if ctx.profile else None
+    limit = (ctx.profile.policies.images or {}).get("max_side") if ctx.profile else None
     if kind == "oversize" and limit is None:
         raise _Unsupported("the profile documents no image size limit")
     part = invalid_part(kind, max_side=limit)

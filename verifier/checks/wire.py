@@ -439,7 +439,7 @@ def _pair_findings(check: str, results: Sequence[ChatResult], ctx: RunContext) -
             )
         ]
     if check == "seed" and a.content != b.content:
-        if ctx.profile is not None and ctx.profile.settings.get("seed_supported") is False:
+        if ctx.profile is not None and ctx.profile.policies.seed_supported is False:
             raise _Unsupported(
                 "the same seed gave different content, and the profile says "
                 "the server documents no seed support"
@@ -470,7 +470,7 @@ def _run_answered(case: Case, ctx: RunContext) -> Graded:
 
 
 def _run_thinking(case: Case, ctx: RunContext) -> Graded:
-    dialect = ctx.profile.settings.get("thinking") if ctx.profile else None
+    dialect = ctx.profile.policies.thinking if ctx.profile else None
     if not dialect:
         raise _Unsupported("the profile declares no thinking dialect")
     stream = bool(case.data.get("stream", False))
@@ -506,7 +506,7 @@ def _outside(limit: Mapping[str, float]) -> list[float]:
 
 
 def _run_sampling_limits(case: Case, ctx: RunContext) -> Graded:
-    limits = ctx.profile.settings.get("sampling") if ctx.profile else None
+    limits = ctx.profile.policies.sampling if ctx.profile else None
     if not limits:
         raise _Unsupported("the profile declares no sampling limits")
     findings: list[Finding] = []

@@ -54,6 +54,31 @@ BUILTIN: dict[str, dict[str, Any]] = {
 }
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Policies:
+    """What the model's release states of how it must be served (``verifier-profile.json``).
+
+    Args:
+        thinking: the request fields that turn reasoning on and off (``{"on": {...},
+            "off": {...}}``), or None when the release states no thinking switch.
+        sampling: limits per sampling field (``fixed``, ``min``, ``max``), or None.
+        images: the image-token rule (``rule``, ``tile``...) and ``max_side``, or None.
+        seed_supported: False when the server documents no seed support; None if unstated.
+        gate: the gate's thresholds for this model (as in a thresholds TOML), or None.
+    """
+
+    thinking: Mapping[str, Mapping[str, Any]] | None = None
+    sampling: Mapping[str, Mapping[str, float]] | None = None
+    images: Mapping[str, Any] | None = None
+    seed_supported: bool | None = None
+    gate: Mapping[str, Any] | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> Policies:
+        """The policies among a profile's merged settings."""
+        return cls(**{f.name: settings.get(f.name) for f in dataclasses.fields(cls)})
+
+
 @dataclasses.dataclass(frozen=True)
 class Profile:
     """A loaded profile: render and tokenize exactly as the model expects.
@@ -78,6 +103,11 @@ class Profile:
     def template_digest(self) -> str:
         """sha256 of the template text."""
         return hashlib.sha256(self.template.source.encode()).hexdigest()
+
+    @property
+    def policies(self) -> Policies:
+        """The serving policies the release states."""
+        return Policies.from_settings(self.settings)
 
     @property
     def prompt_tokens_tolerance(self) -> int:

@@ -166,7 +166,7 @@ class VerifierSession:
         self.profile_spec = spec
         self.profile = None if spec is None else load_profile(spec)
         self.profile_chosen = chosen
-        profile_gate = self.profile.settings.get("gate") if self.profile else None
+        profile_gate = self.profile.policies.gate if self.profile else None
         known = known_families(FAMILIES.names())
         thresholds = load_thresholds(self.run.gate_thresholds, profile_gate, known)
         self.gate = thresholds if self.run.gate else None

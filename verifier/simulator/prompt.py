@@ -83,7 +83,7 @@ class PromptPath:
     def __init__(self, profile: Profile, defects: Defects) -> None:
         self.profile = profile
         self.defects = defects
-        self.eyes = Eyes(defects, profile.settings.get("images"))
+        self.eyes = Eyes(defects, profile.policies.images)
         if defects.has(TOKENIZER_OLD_VOCAB) and not isinstance(
             profile.tokenizer, TiktokenTokenizer
         ):

@@ -109,8 +109,8 @@ class SimulatorServer(ThreadingHTTPServer):
         self.api_key = api_key
         self.profile = profile
         self.tokenizer_api = tokenizer_api if profile else "none"
-        limits = profile.settings.get("sampling", {}) if profile else {}
-        images = (profile.settings.get("images") or {}) if profile else {}
+        limits = (profile.policies.sampling or {}) if profile else {}
+        images = (profile.policies.images or {}) if profile else {}
         self.policy = Policy(
             sampling={} if defects.has(SAMPLING_LIMITS_IGNORED) else limits,
             vision=vision,
