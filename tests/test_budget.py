@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from tests.conftest import VerifierRun
 from verifier import resources
 from verifier.outcome import Status
-from verifier.run.budget import Budget, decision, summary, summary_lines
+from verifier.render.report import budget_lines
+from verifier.run.budget import Budget, decision, summary
 
 Run = Callable[..., VerifierRun]
 Start = Callable[..., str]
@@ -85,7 +86,7 @@ def test_summary_says_how_far_each_family_got() -> None:
     wire = result["families"]["wire"]
     assert (wire["cases"], wire["sent"], wire["graded"], wire["decided"]) == (40, 11, 10, "below")
     assert result["families"]["vision"]["decided"] is None
-    assert summary_lines(result) == [
+    assert budget_lines(result) == [
         "budget: wire stopped after 11 of 40 cases (pass rate 95% interval "
         f"[{wire['interval'][0]:.2f}, {wire['interval'][1]:.2f}] below min_score 1)"
     ]

@@ -119,3 +119,17 @@ def _sub_metrics(metrics: Mapping[str, Any]) -> str:
     if baseline and baseline.get("trigger_f1") is not None:
         parts.append(f"trigger F1 vs baseline {baseline['trigger_f1']:.3f}")
     return "  ".join(p for p in parts if p)
+
+
+def budget_lines(budget: Mapping[str, Any]) -> list[str]:
+    """One terminal line per family the budget stopped early."""
+    lines = []
+    for family, entry in budget["families"].items():
+        if entry["decided"] and entry["sent"] < entry["cases"]:
+            low, high = entry["interval"]
+            lines.append(
+                f"budget: {family} stopped after {entry['sent']} of {entry['cases']} cases "
+                f"(pass rate 95% interval [{low:.2f}, {high:.2f}] {entry['decided']} "
+                f"min_score {entry['min_score']:g})"
+            )
+    return lines

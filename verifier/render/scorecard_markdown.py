@@ -11,10 +11,9 @@ from ..compare.families import VIEWS, generic
 from ..compare.measures import STATUSES, family_measure, interval_text
 from ..compare.model import Row, State
 from ..compare.provenance import profile_text, settings_text, timestamp, when_text
-from ..run.budget import summary_lines as budget_lines
 from .markdown import code, code_block, escape, table
 from .report import _interval as score_text
-from .report import faults_text
+from .report import budget_lines, faults_text
 
 # Evidence values longer than this (or structured) go into a code block.
 INLINE_LIMIT = 80

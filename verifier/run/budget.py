@@ -112,17 +112,3 @@ def summary(
             "decided": side,
         }
     return {"mode": "auto", "families": families}
-
-
-def summary_lines(budget: Mapping[str, Any]) -> list[str]:
-    """One terminal line per family the budget stopped early."""
-    lines = []
-    for family, entry in budget["families"].items():
-        if entry["decided"] and entry["sent"] < entry["cases"]:
-            low, high = entry["interval"]
-            lines.append(
-                f"budget: {family} stopped after {entry['sent']} of {entry['cases']} cases "
-                f"(pass rate 95% interval [{low:.2f}, {high:.2f}] {entry['decided']} "
-                f"min_score {entry['min_score']:g})"
-            )
-    return lines

@@ -30,14 +30,13 @@ from ..errors import ConfigError, SigningError, VerifierError
 from ..outcome import Outcome, Status
 from ..protocol.tokenize import TokenizerEndpoints
 from ..reference.profiles import NO_PROFILE, builtin_names, load_profile, profile_for_model
-from ..render.report import summary_lines
+from ..render.report import budget_lines, summary_lines
 from ..scorecard.build import TranscriptSummary, build_scorecard
 from ..scorecard.gate import load_thresholds
 from ..scorecard.gate import summary_lines as gate_lines
 from ..scorecard.provenance import seen_in_transcript
 from .budget import Budget
 from .budget import summary as budget_summary
-from .budget import summary_lines as budget_lines
 from .executor import run_case
 from .items import SESSION_KEY, CaseItem, FamilyCollector, queued_items
 from .journal import FINAL_STATUSES, Journal, JournalContents, read_journal, resume_mismatch
