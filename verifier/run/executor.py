@@ -2,7 +2,8 @@
 
 The family yields requests and grades what comes back (:mod:`verifier.checks.registry`); the
 executor sends each request, records the case's answers for the shape checks every family
-gets, and turns a transport fault the family did not handle into an ERROR outcome.
+gets, turns a transport fault the family did not handle into an ERROR outcome, and applies
+``--budget auto``'s stopping rule.
 """
 
 from __future__ import annotations
@@ -19,6 +20,32 @@ from ..errors import EndpointError
 from ..outcome import Outcome, Status
 from ..protocol.answers import ChatResult
 from ..protocol.requests import Request, drive
+from .budget import Budget
+
+
+class Executor:
+    """Runs the cases of one process: each family's exchange through the one client.
+
+    Args:
+        client: the endpoint client (the only way a request leaves).
+        context: the settings and probe findings every case runs with.
+        budget: ``--budget auto``'s stopping rule, or None: a family it has stopped sends
+            no further case.
+    """
+
+    def __init__(self, client: EndpointClient, context: RunContext, budget: Budget | None) -> None:
+        self.client = client
+        self.context = context
+        self.budget = budget
+
+    def run(self, case: Case) -> Outcome | None:
+        """The case's outcome; None when the budget stopped its family before it was sent."""
+        if self.budget is not None and self.budget.stopped(case.family):
+            return None
+        outcome = run_case(case, self.context, self.client)
+        if self.budget is not None:
+            self.budget.record(case.family, outcome.status)
+        return outcome
 
 
 def run_case(case: Case, base: RunContext, client: EndpointClient) -> Outcome:

@@ -37,7 +37,7 @@ from ..scorecard.gate import summary_lines as gate_lines
 from ..scorecard.provenance import seen_in_transcript
 from .budget import Budget
 from .budget import summary as budget_summary
-from .executor import run_case
+from .executor import Executor
 from .items import SESSION_KEY, CaseItem, FamilyCollector, queued_items
 from .journal import FINAL_STATUSES, Journal, JournalContents, read_journal, resume_mismatch
 from .outdir import OutDir, write_results
@@ -93,7 +93,8 @@ class VerifierSession:
         else:
             self._start_controller()
         self._count_done()
-        self.scheduler = CaseScheduler(self._run_case, run.concurrency)
+        executor = Executor(self.client, self.context(), self.budget)
+        self.scheduler = CaseScheduler(executor.run, run.concurrency)
 
     def _corpus(self) -> Corpus:
         """The run's cases (the generated ones included), each checked by its family."""
@@ -356,14 +357,6 @@ class VerifierSession:
         if recorded is not None:
             return Outcome.from_dict(recorded), True
         return self.scheduler.outcome(case), False
-
-    def _run_case(self, case: Case) -> Outcome | None:
-        if self.budget is not None and self.budget.stopped(case.family):
-            return None
-        outcome = run_case(case, self.context(), self.client)
-        if self.budget is not None:
-            self.budget.record(case.family, outcome.status)
-        return outcome
 
     def budget_reason(self, case: Case) -> str:
         """Why `case` was not sent under ``--budget auto``."""
