@@ -1,7 +1,7 @@
 """Tokenizer parity: the endpoint's token ids against the reference tokenizer, token for token.
 
 Each ``ids`` case is a one-message conversation whose prompt ids the server is
-asked for by the best rung of the ladder it offers (see endpoint/tokenize.py),
+asked for by the best rung of the ladder it offers (see protocol/tokenize.py),
 cross-checked with ``usage.prompt_tokens``; closed endpoints are compared by
 differences of ``usage.prompt_tokens`` against a fixed conversation, which cancel
 a hidden system prompt or an accounting skew (those are chat_template's to

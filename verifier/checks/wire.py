@@ -1,6 +1,6 @@
 """Wire: answer shapes, the streaming protocol, parameters honoured, error responses, usage.
 
-Shapes are checked on every answer of every family (the runner records them in
+Shapes are checked on every answer of every family (the executor records them in
 each case's metrics); this family's own cases fail on them. Codes:
 
 - shapes: ``response_shape``, ``chunk_shape``, ``error_shape`` (JSON path named),

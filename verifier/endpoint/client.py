@@ -10,7 +10,7 @@ budget are visible and bounded.
 
 Translation of transport failures happens here and only here: a fault that
 outlives the retries becomes an :class:`~verifier.errors.EndpointError`, which
-the runner turns into an ``error`` outcome, never a ``fail``. Each attempt's
+the executor turns into an ``error`` outcome, never a ``fail``. Each attempt's
 transcript record names its fault kind (:data:`FAULT_KINDS`), so that the
 scorecard can count what the transport did.
 

@@ -53,7 +53,7 @@ class Capabilities:
         served_model: the ``model`` field of the probe's chat answer.
         system_fingerprint: the probe answer's ``system_fingerprint``.
         server: identifying response headers.
-        tokenizer_endpoints: which tokenizer endpoints answer (see endpoint/tokenize.py);
+        tokenizer_endpoints: which tokenizer endpoints answer (see protocol/tokenize.py);
             None when no family that needs them was selected.
         vision: the endpoint takes images (True), refuses them with a 4xx (False), or
             answered the probe image otherwise, or was not asked (None).
