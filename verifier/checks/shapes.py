@@ -97,3 +97,19 @@ def shape_findings(result: ChatResult, attempt: str | None = None) -> list[Findi
     if isinstance(result.body, dict):
         return _shape("chat_completion", result.body, "response_shape", attempt)
     return []
+
+
+def shape_summary(results: list[ChatResult]) -> dict[str, Any]:
+    """How many of a case's answers broke the OpenAI schemas, by code, with the first message."""
+    codes: dict[str, int] = {}
+    first = None
+    for result in results:
+        for finding in shape_findings(result):
+            codes[finding.code] = codes.get(finding.code, 0) + 1
+            first = first or finding.message
+    return {
+        "answers": len(results),
+        "violations": sum(codes.values()),
+        "codes": codes,
+        "first": first,
+    }

@@ -328,14 +328,14 @@ RUNS: dict[str, Callable[[Case, RunContext], Graded]] = {
 def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None) -> dict[str, Any]:
     """Cases by status per check; probe results, and their agreement with a baseline's (pure)."""
     checks: dict[str, dict[str, int]] = {}
-    answers: dict[str, str] = {}
+    answers: dict[str, str | None] = {}
     for record in records:
         check = record.outcome.metrics.get("check", "?")
         row = checks.setdefault(check, {})
         row[record.status] = row.get(record.status, 0) + 1
         if check in ANSWERED and record.status in ("pass", "fail"):
             result = "pass" if record.status == "pass" else record.outcome.code
-            answers[record.id] = str(result)
+            answers[record.id] = result
     summary: dict[str, Any] = {"checks": dict(sorted(checks.items())), "answers": answers}
     if baseline is not None:
         summary["baseline"] = agreement(answers, baseline.get("metrics", {}).get("answers", {}))

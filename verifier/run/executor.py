@@ -9,12 +9,11 @@ gets, turns a transport fault the family did not handle into an ERROR outcome, a
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from ..cases.corpus import Case
 from ..checks import FAMILIES
 from ..checks.registry import RunContext
-from ..checks.shapes import shape_findings
+from ..checks.shapes import shape_summary
 from ..endpoint.client import EndpointClient
 from ..errors import EndpointError
 from ..outcome import Outcome, Status
@@ -74,19 +73,3 @@ def run_case(case: Case, base: RunContext, client: EndpointClient) -> Outcome:
         )
     shapes = shape_summary(ctx.observed)
     return dataclasses.replace(outcome, metrics={**outcome.metrics, "shapes": shapes})
-
-
-def shape_summary(results: list[ChatResult]) -> dict[str, Any]:
-    """How many answers broke the OpenAI schemas, by code, with the first message."""
-    codes: dict[str, int] = {}
-    first = None
-    for result in results:
-        for finding in shape_findings(result):
-            codes[finding.code] = codes.get(finding.code, 0) + 1
-            first = first or finding.message
-    return {
-        "answers": len(results),
-        "violations": sum(codes.values()),
-        "codes": codes,
-        "first": first,
-    }
