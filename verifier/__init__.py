@@ -42,7 +42,9 @@ _EXPORTS = {
     "Exchange": "verifier.protocol.requests",
     "ChatResult": "verifier.protocol.answers",
     "FAMILIES": "verifier.checks",
+    "Case": "verifier.cases.corpus",
     "Family": "verifier.checks.registry",
+    "Registry": "verifier.checks.registry",
     "RunContext": "verifier.checks.registry",
     "family": "verifier.checks.registry",
 }

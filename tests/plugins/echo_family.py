@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from verifier import Chat, Exchange, Family, Finding, Outcome, RunContext
-from verifier.cases.corpus import Case
-from verifier.checks.registry import Registry
+from verifier import Case, Chat, Exchange, Family, Finding, Outcome, Registry, RunContext
 
 SCHEMA = {
     "type": "object",
