@@ -7,9 +7,12 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 import verifier
 from tests.conftest import VerifierRun
-from verifier import resources
+from tests.plugins.echo_family import SCHEMA, run
+from verifier import Family, Registry, resources
 
 PLUGINS = Path(__file__).parent / "plugins"
 
@@ -64,3 +67,13 @@ def test_every_public_name_resolves_and_import_stays_light() -> None:
     )
     shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert shown.stdout.strip() == "[]"
+
+
+def test_registering_the_same_family_twice_changes_nothing_another_is_refused() -> None:
+    registry = Registry()
+    first = Family("echo", run, cases=PLUGINS / "echo_cases" / "echo", case_schema=SCHEMA)
+    registry.register(first)
+    assert registry.register(Family("echo", run, cases=first.cases, case_schema=SCHEMA)) is first
+    with pytest.raises(ValueError, match="a family named 'echo' is already registered"):
+        registry.register(Family("echo", run, description="another"))
+    assert registry.names() == ("echo",)

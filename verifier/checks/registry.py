@@ -74,12 +74,18 @@ class Registry:
         self._families: dict[str, Family] = {}
 
     def register(self, family: Family) -> Family:
-        """Add `family`.
+        """Add `family`; the same definition again changes nothing.
+
+        A plugin's hook registers its families once per pytest session, and one process may
+        run several sessions.
 
         Raises:
-            ValueError: a family of that name is already registered.
+            ValueError: another family of that name is already registered.
         """
-        if family.name in self._families:
+        known = self._families.get(family.name)
+        if known == family:
+            return known
+        if known is not None:
             raise ValueError(f"a family named {family.name!r} is already registered")
         self._families[family.name] = family
         return family
