@@ -41,13 +41,6 @@ def _option_type(option: str, parse: Callable[[str], Any]) -> Callable[[str], An
     return convert
 
 
-def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
-    """Declare the hooks other plugins implement to extend a run (see :mod:`verifier.hookspecs`)."""
-    from . import hookspecs
-
-    pluginmanager.add_hookspecs(hookspecs)
-
-
 def _option(
     name: str, *, help: str, parse: Callable[[str], Any] | None = None, **attrs: Any
 ) -> tuple[str, dict[str, Any]]:
@@ -195,6 +188,13 @@ _OPTIONS = (
         help="continue the run recorded in --out: cases already graded are not sent again",
     ),
 )
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    """Declare the hooks other plugins implement to extend a run (see :mod:`verifier.hookspecs`)."""
+    from . import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
