@@ -94,3 +94,23 @@ def test_an_invalid_schema_inside_a_case_is_the_case_s_fault(tmp_path: Path) -> 
         match=r"a\.jsonl:1: \$\.response_format\.json_schema\.schema\.type: not a valid JSON",
     ):
         check(case)
+
+
+def test_a_plugin_family_brings_its_folder_and_schema(tmp_path: Path) -> None:
+    folder = tmp_path / "elsewhere"
+    folder.mkdir()
+    (folder / "c.jsonl").write_text('{"id": "a", "n": 1}\n{"id": "b", "n": "two"}\n')
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    with pytest.raises(CaseDataError) as error:
+        load_corpus(["echo"], tmp_path, folders={"echo": folder}, schemas={"echo": schema})
+    assert str(error.value) == f"{folder / 'c.jsonl'}:2: $.n: 'two' is not of type 'integer'"
+    (folder / "c.jsonl").write_text('{"id": "a", "n": 1}\n')
+    corpus = load_corpus(["echo"], tmp_path, folders={"echo": folder}, schemas={"echo": schema})
+    assert [case.key for case in corpus.cases] == ["echo/a"]
+
+
+def test_a_plugin_family_s_broken_schema_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "echo").mkdir()
+    with pytest.raises(CaseDataError) as error:
+        load_corpus(["echo"], tmp_path, schemas={"echo": {"type": "integr"}})
+    assert str(error.value).startswith("the case schema of family 'echo': not a JSON Schema: ")

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from jsonschema import Draft202012Validator
 from jsonschema import exceptions as jsonschema_exceptions
 from jsonschema.protocols import Validator
 
@@ -126,12 +127,12 @@ def load_corpus(
     root: Path | None = None,
     *,
     folders: Mapping[str, Path] | None = None,
-    validators: Mapping[str, Validator] | None = None,
+    schemas: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Corpus:
     """Load the cases of `families` from `root` (default: the packaged ``cases/``).
 
     A family registered by another plugin brings its own case folder (`folders`) and case
-    schema (`validators`), by family name.
+    schema (`schemas`), by family name.
 
     Raises:
         CaseDataError: for a missing family folder, a bad line or a duplicate id.
@@ -143,9 +144,25 @@ def load_corpus(
         folder = (folders or {}).get(family) or base / family
         if not folder.is_dir():
             raise CaseDataError(_display(folder), None, "no such case folder")
-        loaded, digests[family] = load_family(folder, family, (validators or {}).get(family))
+        schema = (schemas or {}).get(family)
+        validator = None if schema is None else _case_validator(family, schema)
+        loaded, digests[family] = load_family(folder, family, validator)
         cases.extend(loaded)
     return Corpus(cases=tuple(cases), digests=digests)
+
+
+def _case_validator(family: str, schema: Mapping[str, Any]) -> Validator:
+    """A validator for a plugin family's case schema (2020-12, formats checked).
+
+    Raises:
+        CaseDataError: the schema itself is not a valid JSON Schema.
+    """
+    try:
+        Draft202012Validator.check_schema(schema)
+    except jsonschema_exceptions.SchemaError as exc:
+        where = f"the case schema of family {family!r}"
+        raise CaseDataError(where, None, f"not a JSON Schema: {exc.message}") from None
+    return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
 
 
 def _display(path: Path) -> str:

@@ -16,7 +16,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from jsonschema import Draft202012Validator
 
 from .. import __version__
 from ..cases.corpus import Case, Corpus, load_corpus
@@ -103,11 +102,7 @@ class VerifierSession:
         corpus = load_corpus(
             run.families,
             folders={f.name: f.cases for f in own if f.cases is not None},
-            validators={
-                f.name: Draft202012Validator(f.case_schema)
-                for f in own
-                if f.case_schema is not None
-            },
+            schemas={f.name: f.case_schema for f in own if f.case_schema is not None},
         )
         if run.generated and "structured_output" in run.families:
             from ..cases.generated import generated_cases
