@@ -49,6 +49,31 @@ def test_a_plugin_family_catches_its_defect(
     assert run.returncode == 1
 
 
+def test_a_plugin_family_takes_the_gate_resume_and_compare(
+    simulator: Callable[..., str], run_verifier: Callable[..., VerifierRun], tmp_path: Path
+) -> None:
+    env = {"PYTHONPATH": str(PLUGINS)}
+    options = ("-p", "echo_family", "--families", "echo", "--gate")
+    first = run_verifier(simulator(), *options, out=tmp_path / "out", env=env)
+    # The gate's default thresholds apply: two cases are fewer than min_graded.
+    assert first.scorecard["gate"]["families"]["echo"] == {
+        "gated": True,
+        "missed": [{"actual": 2, "limit": 10, "threshold": "min_graded"}],
+        "passed": False,
+    }
+    assert first.returncode == 1
+    again = run_verifier(simulator(), *options, "--resume", out=tmp_path / "out", env=env)
+    assert "verifier resume: 2 cases already graded are not sent again" in again.stdout
+    assert again.scorecard["run"]["sessions"] == 2
+    shown = subprocess.run(
+        [sys.executable, "-m", "verifier", "compare", f"a={tmp_path / 'out' / 'scorecard.json'}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "| Vendor | Overall | echo |" in shown
+
+
 def test_an_unknown_family_is_still_one_line_without_the_plugin(
     simulator: Callable[..., str], run_verifier: Callable[..., VerifierRun]
 ) -> None:
