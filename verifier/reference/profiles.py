@@ -16,6 +16,8 @@ A profile is a folder from the model release. What is found in it:
 ``--profile PATH`` a folder; ``--profile NAME:PATH`` a folder on top of the built-in
 profile NAME: the folder's files and settings first, the built-in's for what the folder
 lacks (``kimi-k2:PATH`` gives a folder with only ``tiktoken.model`` Kimi's regex).
+``--profile gguf:PATH`` reads the template and tokenizer from a GGUF file's metadata
+(:mod:`.gguf`); such a profile states no policies.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from jsonschema import exceptions as jsonschema_exceptions
 
 from .. import resources
 from ..errors import ConfigError
+from . import gguf
 from .template import ChatTemplate, Rendered, TemplateError
 from .tokenizer import (
     KIMI_PAT_STR,
@@ -48,6 +51,8 @@ _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
 # What --profile says to choose no profile, not even one the served model id would select.
 NO_PROFILE = "none"
+# --profile gguf:PATH: a GGUF file's metadata.
+GGUF_PREFIX = "gguf:"
 # Built-in defaults by profile name; a folder's verifier-profile.json overrides them.
 BUILTIN: dict[str, dict[str, Any]] = {
     "kimi-k2": {"tokenizer": {"pat_str": KIMI_PAT_STR, "reserved_special_tokens": 256}},
@@ -90,6 +95,8 @@ class Profile:
         tokenizer: the tokenizer.
         settings: the merged verifier-profile.json settings.
         builtin: the profile ships with the package (``--profile NAME``).
+        bos_id: the id every prompt begins with, once (a GGUF file's ``add_bos_token``);
+            None when the template alone decides.
     """
 
     name: str
@@ -98,6 +105,7 @@ class Profile:
     tokenizer: Tokenizer
     settings: Mapping[str, Any]
     builtin: bool = False
+    bos_id: int | None = None
 
     @property
     def template_digest(self) -> str:
@@ -131,7 +139,10 @@ class Profile:
 
     def encode(self, rendered: Rendered) -> list[int]:
         """Ids of a rendered prompt, with user-written special-token text kept ordinary."""
-        return encode_prompt(self.tokenizer, rendered.text, rendered.spans)
+        ids = encode_prompt(self.tokenizer, rendered.text, rendered.spans)
+        if self.bos_id is not None and ids[:1] != [self.bos_id]:
+            ids.insert(0, self.bos_id)
+        return ids
 
     def prompt_ids(
         self,
@@ -326,6 +337,8 @@ def load_profile(spec: str) -> Profile:
         ConfigError: the folder, its files or its settings do not load, or the template
             does not render a one-message conversation.
     """
+    if spec.startswith(GGUF_PREFIX):
+        return load_gguf_profile(Path(spec.removeprefix(GGUF_PREFIX)).expanduser())
     name, root, base = parse_spec(spec)
     roots = (root,) if base is None or base == root else (root, base)
     settings = _settings(roots, name)
@@ -359,6 +372,47 @@ def load_profile(spec: str) -> Profile:
         profile.prompt_ids([{"role": "user", "content": "Hello"}])
     except TemplateError as exc:
         raise ConfigError(f"--profile: {origin}: {exc}") from None
+    return profile
+
+
+def load_gguf_profile(path: Path) -> Profile:
+    """The profile of a GGUF file: its embedded chat template and tokenizer.
+
+    Raises:
+        ConfigError: the file is not a GGUF file, has no chat template, or describes a
+            tokenizer :mod:`.gguf` does not build (one line naming what).
+    """
+    where = f"{GGUF_PREFIX}{path}"
+    meta = gguf.read_metadata(path)
+    if not meta.chat_template:
+        raise ConfigError(f"--profile {where}: the file has no tokenizer.chat_template")
+    try:
+        template = ChatTemplate(meta.chat_template, gguf.template_variables(meta))
+        tokenizer = HFTokenizer(
+            text=gguf.tokenizer_json(meta, where),
+            name=f"{path.name} (gguf {meta.model}, pre {meta.pre})",
+        )
+    except TemplateError as exc:
+        raise ConfigError(f"--profile {where}: tokenizer.chat_template: {exc}") from None
+    except ConfigError:
+        raise
+    except Exception as exc:
+        raise ConfigError(
+            f"--profile {where}: the tokenizer does not build: "
+            f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+        ) from None
+    profile = Profile(
+        path.stem,
+        path.resolve(),
+        template,
+        tokenizer,
+        {},
+        bos_id=meta.bos_id if meta.add_bos else None,
+    )
+    try:
+        profile.prompt_ids([{"role": "user", "content": "Hello"}])
+    except TemplateError as exc:
+        raise ConfigError(f"--profile {where}: tokenizer.chat_template: {exc}") from None
     return profile
 
 

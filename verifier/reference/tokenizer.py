@@ -2,7 +2,7 @@
 
 Both backends meet one seam, :class:`Tokenizer`. Nothing here downloads: a
 tiktoken file is read with ``load_tiktoken_bpe`` from a local path, a
-tokenizer.json with ``tokenizers.Tokenizer.from_file``.
+tokenizer.json (a file, or built from a GGUF file's metadata) with ``tokenizers``.
 
 Special-token hygiene lives in :func:`encode_prompt`: text a user wrote is
 encoded as ordinary text even when it spells a special token; only what the
@@ -112,16 +112,31 @@ class TiktokenTokenizer:
 
 
 class HFTokenizer:
-    """A Hugging Face ``tokenizer.json`` (through the ``tokenizers`` library)."""
+    """A Hugging Face tokenizer (through the ``tokenizers`` library).
 
-    def __init__(self, path: Path) -> None:
+    Args:
+        path: a ``tokenizer.json`` file.
+        text: its JSON text instead, built in memory (a GGUF file's tokenizer); `name`
+            then says where it came from.
+        name: the tokenizer's name in the scorecard (default: the file's name).
+    """
+
+    def __init__(
+        self, path: Path | None = None, *, text: str | None = None, name: str = ""
+    ) -> None:
         from tokenizers import Tokenizer as RustTokenizer
 
-        self.name = path.name
-        self.digest = file_digest(path)
-        self._tokenizer = RustTokenizer.from_file(str(path))
+        if path is not None:
+            text = path.read_text(encoding="utf-8")
+            self.digest = file_digest(path)
+        elif text is not None:
+            self.digest = hashlib.sha256(text.encode()).hexdigest()
+        else:
+            raise TypeError("HFTokenizer needs a path or the JSON text")
+        self.name = name or (path.name if path is not None else "tokenizer.json")
+        self._tokenizer = RustTokenizer.from_str(text)
         # A second instance encodes special-token text as ordinary text.
-        self._ordinary = RustTokenizer.from_file(str(path))
+        self._ordinary = RustTokenizer.from_str(text)
         self._ordinary.encode_special_tokens = True
         self.special_tokens = {
             token.content: int(index)
