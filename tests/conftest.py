@@ -241,9 +241,8 @@ def llama_server(
 
     def get(name: str) -> LlamaServer:
         if name not in started:
-            files = build()
-            extra = files.server_args(name)
-            server = LlamaServer(llama_binary, files.text_model, extra, logs / f"{name}.log")
+            model, extra = build().server(name)
+            server = LlamaServer(llama_binary, model, extra, logs / f"{name}.log")
             started[name] = server
             server.wait_healthy()
         return started[name]

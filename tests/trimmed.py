@@ -1,0 +1,44 @@
+"""The trimmed corpus the real-model runs use, and why.
+
+A real model (SmolLM2-135M on 2 CPU cores, about 30 generated tokens a second) writes every
+answer it is asked for: a tool-calling or structured-output case costs several seconds per
+request where the tiny Kimi test model costs milliseconds. The families whose requests are
+one token (chat_template, tokenizer) or short (wire) run whole; the families that generate
+run the first cases of every corpus file, so every category stays represented. Whole-corpus
+runs against the real model prove nothing more about the serving layer than these do: the
+same request paths, parsers and grammars answer them.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from verifier.cases.corpus import load_corpus
+
+WHOLE = ("chat_template", "tokenizer", "wire")
+# Cases kept from each corpus file of the families that generate.
+PER_FILE = {"tool_calling": 2, "structured_output": 2, "vision": 2}
+
+
+def kept_cases() -> dict[str, list[str]]:
+    """Case ids kept per trimmed family, in corpus order.
+
+    ``-k`` matches substrings, so an id inside another id (``...-oslo`` in ``...-oslo-lima``)
+    would select both: such ids are passed over for the next case of their file.
+    """
+    kept: dict[str, list[str]] = {}
+    for family, count in PER_FILE.items():
+        cases = load_corpus([family]).cases
+        every = [case.id for case in cases]
+        by_file: defaultdict[str, list[str]] = defaultdict(list)
+        for case in cases:
+            if sum(case.id in other for other in every) == 1:
+                by_file[case.source.rpartition(":")[0]].append(case.id)
+        kept[family] = [case_id for ids in by_file.values() for case_id in ids[:count]]
+    return kept
+
+
+def selection() -> str:
+    """A ``-k`` expression selecting the whole families and the kept cases."""
+    ids = [case_id for ids in kept_cases().values() for case_id in ids]
+    return " or ".join([*WHOLE, *ids])
