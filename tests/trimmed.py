@@ -1,12 +1,15 @@
 """The trimmed corpus the real-model runs use, and why.
 
-A real model (SmolLM2-135M on 2 CPU cores, about 30 generated tokens a second) writes every
-answer it is asked for: a tool-calling or structured-output case costs several seconds per
-request where the tiny Kimi test model costs milliseconds. The families whose requests are
-one token (chat_template, tokenizer) or short (wire) run whole; the families that generate
-run the first cases of every corpus file, so every category stays represented. Whole-corpus
-runs against the real model prove nothing more about the serving layer than these do: the
-same request paths, parsers and grammars answer them.
+A real model (SmolLM2-135M on 2 CPU cores, about 30 generated and 45 prompt tokens a second
+on one thread) writes every answer it is asked for: a tool-calling or structured-output case
+costs several seconds per request where the tiny Kimi test model costs milliseconds. The
+families whose requests are one token (chat_template, tokenizer) or short (wire) run whole,
+but for the three near-limit tokenizer texts: 3,000 to 6,000 characters each, over a minute
+of prompt processing apiece, at the edge of the request timeout on a loaded machine (one
+timed out in CI), and the Kimi runs already send them through llama.cpp's tokenizer path.
+The families that generate run the first cases of every corpus file, so every category stays
+represented. Whole-corpus runs against the real model prove nothing more about the serving
+layer than these do: the same request paths, parsers and grammars answer them.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from collections import defaultdict
 from verifier.cases.corpus import load_corpus
 
 WHOLE = ("chat_template", "tokenizer", "wire")
+# Left out of the whole families (a -k keyword: every case id containing it).
+LEFT_OUT = "near_limit"
 # Cases kept from each corpus file of the families that generate.
 PER_FILE = {"tool_calling": 2, "structured_output": 2, "vision": 2}
 
@@ -41,4 +46,4 @@ def kept_cases() -> dict[str, list[str]]:
 def selection() -> str:
     """A ``-k`` expression selecting the whole families and the kept cases."""
     ids = [case_id for ids in kept_cases().values() for case_id in ids]
-    return " or ".join([*WHOLE, *ids])
+    return f"({' or '.join([*WHOLE, *ids])}) and not {LEFT_OUT}"
