@@ -113,6 +113,24 @@ def test_the_gguf_tokenizer_is_the_tokenizer_json_it_came_from(
     assert gguf_loaded.tokenizer.decode(ids) == text
 
 
+def test_smollm_splits_every_digit_before_the_byte_level_regex(
+    small_profile_dir: Path, tmp_path: Path, small_profile: Profile
+) -> None:
+    """pre "smollm" is SmolLM's published splitting: digits one by one, then GPT-2's regex."""
+    path = write_gguf(
+        tmp_path / "smollm.gguf", small_profile_dir / "tokenizer.json", TEMPLATE, pre="smollm"
+    )
+    smollm = load_profile(f"gguf:{path}").tokenizer
+    reference = small_profile.tokenizer
+    text = "in 2026, 12 of 345"
+    pieces = ["in", " ", "2", "0", "2", "6", ",", " ", "1", "2", " of", " ", "3", "4", "5"]
+    assert smollm.encode_ordinary(text) == [
+        i for piece in pieces for i in reference.encode_ordinary(piece)
+    ]
+    # GPT-2's regex alone keeps " 2026" together: the two names must not tokenize alike.
+    assert reference.encode_ordinary(text) != smollm.encode_ordinary(text)
+
+
 def test_control_tokens_are_special_and_user_text_spelling_them_stays_text(
     gguf_loaded: Profile, small_profile: Profile
 ) -> None:

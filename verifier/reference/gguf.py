@@ -7,7 +7,7 @@ ids, ``add_bos_token``) are built into a Hugging Face ``tokenizers`` tokenizer, 
 backend a folder's ``tokenizer.json`` loads into.
 
 The pre-tokenizer name (``tokenizer.ggml.pre``) is llama.cpp's label for a family of
-published tokenizers; each supported name maps to the pre-tokenizer (and normalizer) of the
+published tokenizers; each supported name maps to the pre-tokenizer of the
 ``tokenizer.json`` that family's lab published, not to llama.cpp's own reimplementation, so
 a server's divergence from the release stays visible.
 """
@@ -26,62 +26,24 @@ from ..errors import ConfigError
 
 # GGUF token types (llama.cpp's llama_token_type): control tokens are special, user-defined
 # ones are matched whole in any text but are not special.
-NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
+NORMAL, CONTROL, USER_DEFINED = 1, 3, 4
 
 _BYTE_LEVEL = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True}
-_LLAMA3_SPLIT = (
-    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
-    r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
-)
-_QWEN2_SPLIT = (
-    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"
-    r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
-)
-
-
-def _split_then_bytes(pattern: str) -> dict[str, Any]:
-    return {
+# tokenizer.ggml.pre -> the published tokenizer.json's pre_tokenizer. Only names whose
+# splitting a test proves are here (tests/test_gguf_profile.py, and SmolLM2 against
+# llama-server in tests/test_smollm2.py); another is an error, never a guess.
+PRE_TOKENIZERS: dict[str, Mapping[str, Any]] = {
+    # GPT-2's own byte-level regex.
+    "default": {**_BYTE_LEVEL, "use_regex": True},
+    "gpt-2": {**_BYTE_LEVEL, "use_regex": True},
+    # SmolLM / SmolLM2 (HuggingFaceTB): every digit on its own, then GPT-2's regex.
+    "smollm": {
         "type": "Sequence",
         "pretokenizers": [
-            {
-                "type": "Split",
-                "pattern": {"Regex": pattern},
-                "behavior": "Isolated",
-                "invert": False,
-            },
-            {**_BYTE_LEVEL, "use_regex": False},
+            {"type": "Digits", "individual_digits": True},
+            {**_BYTE_LEVEL, "use_regex": True},
         ],
-    }
-
-
-@dataclasses.dataclass(frozen=True)
-class PreTokenizer:
-    """How a published tokenizer family splits text before BPE (its tokenizer.json parts)."""
-
-    pre_tokenizer: Mapping[str, Any]
-    normalizer: Mapping[str, Any] | None = None
-    ignore_merges: bool = False
-
-
-# tokenizer.ggml.pre -> the published tokenizer.json's pre-tokenisation.
-PRE_TOKENIZERS: dict[str, PreTokenizer] = {
-    # GPT-2's own byte-level regex.
-    "default": PreTokenizer({**_BYTE_LEVEL, "use_regex": True}),
-    "gpt-2": PreTokenizer({**_BYTE_LEVEL, "use_regex": True}),
-    # SmolLM / SmolLM2 (HuggingFaceTB): every digit on its own, then GPT-2's regex.
-    "smollm": PreTokenizer(
-        {
-            "type": "Sequence",
-            "pretokenizers": [
-                {"type": "Digits", "individual_digits": True},
-                {**_BYTE_LEVEL, "use_regex": True},
-            ],
-        }
-    ),
-    # Llama 3 (Meta): its own split regex; whole words in the vocabulary skip the merges.
-    "llama-bpe": PreTokenizer(_split_then_bytes(_LLAMA3_SPLIT), ignore_merges=True),
-    # Qwen2 / Qwen2.5: single digits, NFC-normalised text.
-    "qwen2": PreTokenizer(_split_then_bytes(_QWEN2_SPLIT), normalizer={"type": "NFC"}),
+    },
 }
 
 
@@ -98,7 +60,6 @@ class GGUFTokenizer:
     eos_id: int | None
     add_bos: bool
     chat_template: str | None
-    name: str | None
 
 
 # GGUF value types (the GGUF specification's gguf_metadata_value_type) -> struct format.
@@ -198,7 +159,6 @@ def read_metadata(path: Path) -> GGUFTokenizer:
         eos_id=None if eos is None else int(eos),
         add_bos=bool(values.get("tokenizer.ggml.add_bos_token")),
         chat_template=values.get("tokenizer.chat_template"),
-        name=values.get("general.name"),
     )
 
 
@@ -245,8 +205,8 @@ def tokenizer_json(meta: GGUFTokenizer, where: str) -> str:
         "truncation": None,
         "padding": None,
         "added_tokens": added,
-        "normalizer": pre.normalizer,
-        "pre_tokenizer": pre.pre_tokenizer,
+        "normalizer": None,
+        "pre_tokenizer": pre,
         "post_processor": None,
         "decoder": {**_BYTE_LEVEL, "use_regex": True},
         "model": {
@@ -257,7 +217,7 @@ def tokenizer_json(meta: GGUFTokenizer, where: str) -> str:
             "end_of_word_suffix": None,
             "fuse_unk": False,
             "byte_fallback": False,
-            "ignore_merges": pre.ignore_merges,
+            "ignore_merges": False,
             "vocab": {token: index for index, token in enumerate(meta.tokens)},
             "merges": [merge.split(" ", 1) for merge in meta.merges],
         },
