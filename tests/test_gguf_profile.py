@@ -20,6 +20,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import VerifierRun
+from tests.small_tokenizer import TEMPLATE as SMALL_TEMPLATE
 from verifier.errors import ConfigError
 from verifier.reference import gguf as gguf_profile
 from verifier.reference.profiles import Profile, load_profile
@@ -224,3 +226,37 @@ def test_simulate_serves_a_gguf_profile(
     answer = client.chat.completions.create(model=model, messages=messages)
     assert answer.usage is not None
     assert answer.usage.prompt_tokens == len(gguf_loaded.prompt_ids(messages))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("defect", "codes"),
+    [
+        (None, {"chat_template": set(), "tokenizer": set()}),
+        (
+            "template-special-token-injection",
+            # Only the tokenizer corpus spells this tokenizer's specials (<s>, <|end|>...);
+            # the chat_template probes spell other models' (Kimi's, ChatML's, [BOS], <think>).
+            {"chat_template": set(), "tokenizer": {"special_token_injection"}},
+        ),
+    ],
+)
+def test_a_gguf_profile_passes_a_correct_vendor_and_catches_a_defective_one(
+    simulator: Callable[..., str],
+    run_verifier: Callable[..., VerifierRun],
+    small_profile_dir: Path,
+    tmp_path: Path,
+    defect: str | None,
+    codes: dict[str, set[str]],
+) -> None:
+    """The small profile's tokenizer and template in a GGUF file, end to end: the simulated
+    vendor serving that file is graded clean, and with a defect switched on gives exactly
+    its codes."""
+    path = write_gguf(tmp_path / "small.gguf", small_profile_dir / "tokenizer.json", SMALL_TEMPLATE)
+    spec = f"gguf:{path}"
+    vendor = simulator("--profile", spec, *(("--defect", defect) if defect else ()))
+    run = run_verifier(vendor, "--profile", spec, "--families", "chat_template,tokenizer")
+    families = run.scorecard["families"]
+    assert {name: set(family["codes"]) for name, family in families.items()} == codes
+    assert all(family["counts"]["error"] == 0 for family in families.values())
+    assert run.returncode == (1 if defect else 0), run.stdout[-2000:]
