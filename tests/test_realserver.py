@@ -21,11 +21,11 @@ import pytest
 
 from tests.conftest import KIMI_PROFILE, LLAMA_SERVERS, VerifierRun, child_env
 from tests.llama.server import LlamaServer
+from tests.server_behaviour import WIRE_DEFECTS, spells_a_special_token
 from tests.test_compare_browser import open_page
 from verifier import resources
 from verifier.cases.corpus import load_corpus
 from verifier.reference.profiles import load_profile
-from verifier.reference.tokenizer import encode_all_special
 
 # The suite runs with --dist loadfile, so every test here shares one worker and its servers.
 pytestmark = [pytest.mark.realserver, pytest.mark.slow]
@@ -225,25 +225,6 @@ def test_tool_calling_with_the_generic_handler(realserver_run: SuiteRun) -> None
         assert "<|tool_call_begin|>" in worst["evidence"]["content"]
 
 
-# What llama-server does wrong on the wire, observed, the same for every template and process
-# (request parsing and streaming live in tools/server/, not in the chat handlers).
-WIRE_DEFECTS = {
-    # Answered 200 as if valid: an empty messages array, a role that does not exist, a model
-    # the server does not serve (the single-model server ignores "model"), a tool message
-    # answering a call never made, a JSON body sent as text/plain, and stop given as a number.
-    "invalid-empty-messages": "invalid_request_accepted",
-    "invalid-wrong-role": "invalid_request_accepted",
-    "invalid-unknown-model": "invalid_request_accepted",
-    "invalid-tool-result-without-call": "invalid_request_accepted",
-    "invalid-wrong-content-type": "invalid_request_accepted",
-    "invalid-stop-number": "invalid_request_accepted",
-    # A tool without its function object: HTTP 500, a server error for a client mistake.
-    "invalid-tool-definition": "invalid_request_5xx",
-    # n=2 streamed: one usage chunk per choice (each counting one choice), not one at the end.
-    "n-2-stream": "usage_repeated",
-}
-
-
 @pytest.mark.parametrize("name", LLAMA_SERVERS)
 def test_wire(realserver_run: SuiteRun, name: str) -> None:
     """Shapes, the SSE protocol, parity, usage, max_tokens, stop, n, seed and logprobs hold;
@@ -265,14 +246,6 @@ def test_wire(realserver_run: SuiteRun, name: str) -> None:
 KIMI = load_profile("kimi-k2")
 TEMPLATE_CASES = load_corpus(["chat_template"]).cases
 TOKENIZER_CASES = load_corpus(["tokenizer"]).cases
-
-
-def spells_a_special_token(text: str) -> bool:
-    """The text holds special-token text a tokenizer could wrongly take as special."""
-    messages = [{"role": "user", "content": text}]
-    return KIMI.prompt_ids(messages) != encode_all_special(
-        KIMI.tokenizer, KIMI.render(messages).text
-    )
 
 
 @pytest.mark.parametrize("name", LLAMA_SERVERS)
@@ -344,7 +317,7 @@ def test_tokenizer_parity(realserver_run: SuiteRun, name: str) -> None:
     expected = {
         c.id: "special_token_injection"
         for c in TOKENIZER_CASES
-        if c.data.get("check", "ids") == "ids" and spells_a_special_token(c.data["text"])
+        if c.data.get("check", "ids") == "ids" and spells_a_special_token(KIMI, c.data["text"])
     }
     expected |= dict.fromkeys(COMBINING_MARK_SPLITS, "token_ids_mismatch")
     assert failed == expected

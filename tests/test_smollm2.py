@@ -15,7 +15,7 @@ irrelevance and tool_choice "none" cases are right by default (5 of 15 decisions
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +24,11 @@ import pytest
 from tests.conftest import VerifierRun, verify
 from tests.llama.files import MissingModel, smollm2
 from tests.llama.server import LlamaServer
-from tests.test_realserver import WIRE_DEFECTS
+from tests.server_behaviour import WIRE_DEFECTS, spells_a_special_token
 from tests.trimmed import LEFT_OUT, WHOLE, kept_cases, selection
 from verifier.cases.corpus import load_corpus
+from verifier.config import FAMILY_NAMES
 from verifier.reference.profiles import Profile, load_profile
-from verifier.reference.tokenizer import encode_all_special
 
 pytestmark = [pytest.mark.realserver, pytest.mark.slow]
 
@@ -56,10 +56,10 @@ def run(
     model: Path,
     llama_server: Callable[[str], LlamaServer],
     tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[VerifierRun]:
+) -> VerifierRun:
     """The trimmed suite against llama-server serving SmolLM2, with the file's own profile."""
     out = tmp_path_factory.mktemp("smollm2-llama") / "out"
-    yield verify(
+    return verify(
         llama_server("smollm2").url,
         out,
         *("--profile", f"gguf:{model}", "--repeats", "2", "-k", selection()),
@@ -84,14 +84,7 @@ def failed(run: VerifierRun, family: str) -> dict[str, str]:
 
 
 def test_the_run_is_the_trimmed_corpus_and_well_formed(run: VerifierRun) -> None:
-    assert set(run.scorecard["families"]) == {
-        "tool_calling",
-        "structured_output",
-        "chat_template",
-        "tokenizer",
-        "vision",
-        "wire",
-    }
+    assert set(run.scorecard["families"]) == set(FAMILY_NAMES)
     for family in WHOLE:
         every = {c.id for c in load_corpus([family]).cases}
         assert set(outcomes(run, family)) == {c for c in every if LEFT_OUT not in c}
@@ -101,14 +94,6 @@ def test_the_run_is_the_trimmed_corpus_and_well_formed(run: VerifierRun) -> None
         assert family["metrics"]["shapes"]["violations"] == 0, (name, family["metrics"]["shapes"])
     assert run.scorecard["profile"]["tokenizer"] == (
         "SmolLM2-135M-Instruct.Q4_1.gguf (gguf gpt2, pre smollm)"
-    )
-
-
-def spells_a_special_token(profile: Profile, text: str) -> bool:
-    """The text holds special-token text of the profile's tokenizer."""
-    messages = [{"role": "user", "content": text}]
-    return profile.prompt_ids(messages) != encode_all_special(
-        profile.tokenizer, profile.render(messages).text
     )
 
 
@@ -173,7 +158,7 @@ def test_tokenizer(run: VerifierRun, profile: Profile) -> None:
 def test_wire(run: VerifierRun) -> None:
     """The same request-parsing defects as with the Kimi test model, and one more.
 
-    Every WIRE_DEFECTS entry (tests/test_realserver.py) holds: they live in llama-server's
+    Every WIRE_DEFECTS entry (tests/server_behaviour.py) holds: they live in llama-server's
     request parsing and streaming, not in the model. New with a real model:
     ``stream-unicode`` is role_missing. Observed: the model's answer starts with an emoji
     (several byte-level tokens); the stream's first chunk already carries the whole emoji
