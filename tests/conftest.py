@@ -75,13 +75,6 @@ def simulator() -> Iterator[Callable[..., str]]:
         process.stop()
 
 
-def free_port() -> int:
-    """A loopback port free a moment ago (bound and released), for a server told its port."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def refused_port() -> Iterator[int]:
     """A loopback port that refuses connections for the whole test (for "cannot reach" tests).
@@ -203,6 +196,34 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def split_row(line: str) -> list[str]:
     """The cells of a Markdown table row (pipes escaped as \\| stay in their cell)."""
     return [cell.strip() for cell in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+
+
+def compare(inputs: dict[str, Path], out: Path, *options: str) -> tuple[str, Path]:
+    """Run ``verifier compare`` as a user would on labelled scorecards or envelopes.
+
+    Returns the Markdown it wrote and the path of the HTML page.
+    """
+    page, markdown = out / "comparison.html", out / "comparison.md"
+    completed = subprocess.run(
+        [
+            *(sys.executable, "-m", "verifier", "compare", *options),
+            *(f"{label}={path}" for label, path in inputs.items()),
+            *("--md", str(markdown), "--html", str(page)),
+        ],
+        capture_output=True,
+        text=True,
+        env=child_env(),
+        timeout=120,
+    )
+    assert completed.returncode == 0, completed.stderr
+    return markdown.read_text(), page
+
+
+def family_cells(markdown: str) -> dict[str, dict[str, str]]:
+    """The comparison's families table: each vendor's label, then each column's cell."""
+    table = markdown.split("## Families", 1)[1].split("\n## ", 1)[0]
+    header, _, *rows = [split_row(line) for line in table.splitlines() if line.startswith("| ")]
+    return {row[0]: dict(zip(header, row, strict=True)) for row in rows}
 
 
 @pytest.fixture

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, child_env, free_port
+from tests.conftest import REPO, child_env
+from tests.server_process import free_port
 from verifier.simulator.process import SimulatorProcess
 
 pytestmark = pytest.mark.slow

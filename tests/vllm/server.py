@@ -9,17 +9,12 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
 from tests.cache import cache_root
 from tests.llama.files import SMOLLM2_MAX_TOKENS, MissingModel, smollm2
-from tests.llama.server import ServerFailed, free_port
+from tests.server_process import ServerProcess
 
 from . import files, setup
 
@@ -54,8 +49,8 @@ def server_env(root: Path | None = None) -> dict[str, str]:
     }
 
 
-class VllmServer:
-    """One vLLM OpenAI-compatible server process.
+class VllmServer(ServerProcess):
+    """One vLLM OpenAI-compatible server process (API server and engine core, one group).
 
     Args:
         python: vLLM's environment's interpreter.
@@ -65,6 +60,9 @@ class VllmServer:
         root: the test cache (default: ``cache_root()``).
     """
 
+    poll_interval = 0.5
+    stop_grace = 20.0
+
     def __init__(
         self,
         python: Path,
@@ -73,95 +71,49 @@ class VllmServer:
         args: Sequence[str] = (),
         root: Path | None = None,
     ) -> None:
-        self.log = log
-        self.port = free_port()
-        self.command = [
-            str(python),
-            "-m",
-            "vllm.entrypoints.openai.api_server",
-            "--model",
-            str(model),
-            "--served-model-name",
-            SERVED_MODEL,
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            "--chat-template",
-            str(TEMPLATE),
-            "--enable-auto-tool-choice",
-            "--tool-call-parser",
-            "hermes",
-            "--max-model-len",
-            str(MAX_MODEL_LEN),
-            "--seed",
-            "0",
-            # vLLM on CPU would downcast the float32 folder to bfloat16, which this AVX2 machine
-            # computes no faster and which rounds the weights llama.cpp uses as they are.
-            "--dtype",
-            "float32",
-            # torch.compile costs about 150 s at every start (vLLM 0.32.0 fails to reload its
-            # own compile cache on CPU) and gains about 10% in decoding speed.
-            "--enforce-eager",
-            # The server-wide output cap llama-server's SmolLM2 deployment has (--n-predict):
-            # the two vendors answer the same requests under the same limit.
-            "--override-generation-config",
-            json.dumps({"max_new_tokens": SMOLLM2_MAX_TOKENS}),
-            *args,
-        ]
-        with log.open("wb") as out:
-            self.process = subprocess.Popen(
-                self.command,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=server_env(root),
-                start_new_session=True,
-            )
-
-    @property
-    def url(self) -> str:
-        """The API base URL."""
-        return f"http://127.0.0.1:{self.port}/v1"
+        super().__init__("vLLM", log)
+        self.launch(
+            [
+                str(python),
+                "-m",
+                "vllm.entrypoints.openai.api_server",
+                "--model",
+                str(model),
+                "--served-model-name",
+                SERVED_MODEL,
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--chat-template",
+                str(TEMPLATE),
+                "--enable-auto-tool-choice",
+                "--tool-call-parser",
+                "hermes",
+                "--max-model-len",
+                str(MAX_MODEL_LEN),
+                "--seed",
+                "0",
+                # vLLM on CPU would downcast the float32 folder to bfloat16, which this AVX2
+                # machine computes no faster and which rounds the weights llama.cpp uses as
+                # they are.
+                "--dtype",
+                "float32",
+                # torch.compile costs about 150 s at every start (vLLM 0.32.0 fails to reload
+                # its own compile cache on CPU) and gains about 10% in decoding speed.
+                "--enforce-eager",
+                # The server-wide output cap llama-server's SmolLM2 deployment has
+                # (--n-predict): the two vendors answer the same requests under the same limit.
+                "--override-generation-config",
+                json.dumps({"max_new_tokens": SMOLLM2_MAX_TOKENS}),
+                *args,
+            ],
+            server_env(root),
+        )
 
     def wait_healthy(self, timeout: float = 300) -> None:
-        """Poll ``/health`` until the model is loaded and the server answers.
-
-        Raises:
-            ServerFailed: the process exited, or was not healthy in time (with its log tail).
-        """
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise ServerFailed(f"vLLM exited with {self.process.returncode}:\n{self.tail()}")
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                pass
-            time.sleep(0.5)
-        self.stop()
-        raise ServerFailed(f"vLLM was not healthy within {timeout:g}s:\n{self.tail()}")
-
-    def tail(self, lines: int = 30) -> str:
-        """The end of the server's log."""
-        text = self.log.read_text(errors="replace") if self.log.exists() else ""
-        return "\n".join(text.splitlines()[-lines:])
-
-    def stop(self) -> None:
-        """Stop the process group (API server and engine core) by PID: SIGTERM, then SIGKILL."""
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                pass
-        # The engine core is a child in the same group: whatever outlived the API server goes.
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.process.wait()
+        """Poll ``/health`` until the model is loaded and the server answers (5 minutes)."""
+        super().wait_healthy(timeout)
 
 
 def unavailable(root: Path | None = None) -> str | None:
