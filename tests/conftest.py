@@ -13,7 +13,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -22,6 +22,9 @@ from verifier.scorecard import signing
 from verifier.simulator.defects import parse_defects
 from verifier.simulator.process import SimulatorProcess, child_env
 from verifier.simulator.server import SimulatorServer
+
+if TYPE_CHECKING:
+    from tests.vllm.server import VllmServer
 
 REPO = Path(__file__).resolve().parent.parent
 # The built-in Kimi K2 profile, and test profiles on top of it: the test vision projector's
@@ -290,7 +293,7 @@ def llama_server(
 
 
 @pytest.fixture(scope="session")
-def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
     """vLLM (CPU build) serving SmolLM2-135M-Instruct with tool calling, once per session.
 
     It runs in its own environment (``python -m tests.vllm.setup``); without it the tests

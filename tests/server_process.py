@@ -34,8 +34,9 @@ class ServerProcess:
         log: where the server's output goes (read back when it fails).
     """
 
-    # Seconds between two /health polls, and allowed for a graceful stop.
+    # Seconds between two /health polls, allowed to become healthy, and for a graceful stop.
     poll_interval = 0.1
+    health_timeout = 120.0
     stop_grace = 10.0
 
     def __init__(self, name: str, log: Path) -> None:
@@ -61,12 +62,16 @@ class ServerProcess:
         """The API base URL."""
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def wait_healthy(self, timeout: float) -> None:
+    def wait_healthy(self, timeout: float | None = None) -> None:
         """Poll ``/health`` until the model is loaded and the server answers.
+
+        Args:
+            timeout: seconds allowed (default: the class's ``health_timeout``).
 
         Raises:
             ServerFailed: the process exited, or was not healthy in time (with its log tail).
         """
+        timeout = self.health_timeout if timeout is None else timeout
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

@@ -38,6 +38,7 @@ from tests.llama.server import LlamaServer
 from tests.server_behaviour import WIRE_DEFECTS, spells_a_special_token
 from tests.test_compare_browser import open_page
 from tests.trimmed import LEFT_OUT, WHOLE, kept_cases, selection
+from tests.vllm.server import VllmServer
 from verifier.cases.corpus import load_corpus
 from verifier.config import FAMILY_NAMES
 from verifier.reference.profiles import Profile, load_profile
@@ -102,7 +103,7 @@ def llama_run(
 
 @pytest.fixture(scope="module")
 def vllm_run(
-    options: tuple[str, ...], vllm_server: Any, tmp_path_factory: pytest.TempPathFactory
+    options: tuple[str, ...], vllm_server: VllmServer, tmp_path_factory: pytest.TempPathFactory
 ) -> VerifierRun:
     """The same suite against vLLM serving the same weights, VLLM_CONCURRENCY cases at once."""
     out = tmp_path_factory.mktemp("smollm2-vllm") / "out"

@@ -36,7 +36,3 @@ class LlamaServer(ServerProcess):
                 *args,
             ]
         )
-
-    def wait_healthy(self, timeout: float = 120) -> None:
-        """Poll ``/health`` until the model is loaded (two minutes at most)."""
-        super().wait_healthy(timeout)

@@ -61,6 +61,7 @@ class VllmServer(ServerProcess):
     """
 
     poll_interval = 0.5
+    health_timeout = 300.0
     stop_grace = 20.0
 
     def __init__(
@@ -110,10 +111,6 @@ class VllmServer(ServerProcess):
             ],
             server_env(root),
         )
-
-    def wait_healthy(self, timeout: float = 300) -> None:
-        """Poll ``/health`` until the model is loaded and the server answers (5 minutes)."""
-        super().wait_healthy(timeout)
 
 
 def unavailable(root: Path | None = None) -> str | None:
