@@ -173,6 +173,11 @@ def special_token_texts(profile: Profile) -> dict[str, str]:
     return expected
 
 
+# Structured-output cases whose answer llama-server may cut at the cap, depending on the CPU
+# (TestLlamaServer.test_structured_output).
+RUN_ON = {"json-object-recipe", "type-string"}
+
+
 # SmolLM2's own template concatenates ``message['content']`` as a string: conversations with
 # content parts or a null content (tool-call history) do not render with the release's
 # template, and the verifier says so instead of guessing a rendering.
@@ -268,24 +273,30 @@ class TestLlamaServer:
         assert_accuracy_reported(run)
 
     def test_structured_output(self, run: VerifierRun) -> None:
-        """Schemas are enforced; one malformed format is accepted; two answers hit the cap.
+        """Schemas are enforced; one malformed format is accepted; some answers hit the cap.
 
         - malformed-json-schema-missing: a json_schema response_format without its json_schema
           object is answered 200, as with the Kimi model's generic handler.
-        - json-object-recipe and type-string: the grammar lets a string run on, and the real
-          model keeps writing inside it until the deployment's 256-token cap
+        - RUN_ON (json-object-recipe, type-string): the grammar lets a string run on, and the
+          real model may keep writing inside it until the deployment's 256-token cap
           (tests/llama/files.py); the verifier calls that max_tokens_reached, an error and not
-          a failure: enforcement cannot be judged on a cut answer.
+          a failure: enforcement cannot be judged on a cut answer. Whether it does depends on
+          the CPU, since llama.cpp is built for the machine it runs on and its float kernels
+          differ: both ran to the cap on the machines of earlier CI runs, and
+          json-object-recipe closed its string in time (and passed) on an AMD EPYC with
+          AVX-512. A case of RUN_ON passes or is cut at the cap; nothing else.
         """
-        assert failed(run, "structured_output") == {
+        results = outcomes(run, "structured_output")
+        steady = {c: o for c, o in results.items() if c not in RUN_ON}
+        assert {c: o["code"] for c, o in steady.items() if o["status"] != "pass"} == {
             "malformed-json-schema-missing": "malformed_format_accepted",
-            "json-object-recipe": "max_tokens_reached",
-            "type-string": "max_tokens_reached",
         }
-        errors = {
-            c for c, o in outcomes(run, "structured_output").items() if o["status"] == "error"
-        }
-        assert errors == {"json-object-recipe", "type-string"}
+        for case_id in RUN_ON:
+            outcome = results[case_id]
+            assert (outcome["status"], outcome["code"]) in {
+                ("pass", None),
+                ("error", "max_tokens_reached"),
+            }, (case_id, outcome["message"])
 
     def test_vision(self, run: VerifierRun) -> None:
         """A text-only llama-server answers every image with HTTP 500, as with the Kimi model."""
@@ -412,8 +423,9 @@ def test_compare_the_two_vendors(
     wire (its request-parsing defects) and vision (images answered with HTTP 500, where vLLM
     refuses them with a 400: unsupported, not a failure); vLLM is marked worse on
     chat_template (the tools template it serves is not the release's). structured_output
-    passes on vLLM and is inconclusive on llama-server (two answers cut at the cap are
-    errors), unmarked because the intervals overlap. tool_calling and tokenizer score the
+    passes on vLLM; on llama-server it is inconclusive where two answers were cut at the cap
+    (errors; an inconclusive cell is never ranked) and graded FAIL, marked worse, where fewer
+    were (RUN_ON: it depends on the CPU). tool_calling and tokenizer score the
     same: the same weights make the same decisions, and both engines parse special tokens
     in text. The runs differ in concurrency only, which the page does not count against
     comparability (outcomes do not depend on it).
@@ -427,14 +439,20 @@ def test_compare_the_two_vendors(
     assert "not comparable" not in markdown
     assert markdown.count("signed, verified") == len(labels)
     cells = family_cells(markdown)
-    worse = {label: {f for f, cell in row.items() if "▼" in cell} for label, row in cells.items()}
-    assert worse == {"llama-server": {"wire", "vision"}, "vLLM": {"chat_template"}}
     verdicts = {
         label: {f: cell.strip("*").split()[0] for f, cell in row.items()}
         for label, row in cells.items()
     }
     assert verdicts["vLLM"]["structured_output"] == "PASS"
-    assert verdicts["llama-server"]["structured_output"] == "INCONCLUSIVE"
+    cut = sum(outcomes(llama_run, "structured_output")[c]["status"] == "error" for c in RUN_ON)
+    structured = "INCONCLUSIVE" if cut == len(RUN_ON) else "FAIL"
+    assert verdicts["llama-server"]["structured_output"] == structured
+    worse = {label: {f for f, cell in row.items() if "▼" in cell} for label, row in cells.items()}
+    assert worse == {
+        "llama-server": {"wire", "vision"}
+        | ({"structured_output"} if structured == "FAIL" else set()),
+        "vLLM": {"chat_template"},
+    }
     assert verdicts["llama-server"]["tool_calling"] == verdicts["vLLM"]["tool_calling"] == "FAIL"
     dom, _ = open_page(page, tmp_path)
     assert set(labels) <= set(dom.row_headers)
