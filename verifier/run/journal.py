@@ -1,4 +1,4 @@
-"""The results journal: one JSON line per outcome, fsynced, so a killed run can resume.
+"""The results journal: one JSON line per outcome, written through, so a killed run can resume.
 
 The first line is the run header (``"type": "run"``): run id, start time and
 the settings that must match for ``--resume`` to continue the run. Every later
@@ -12,6 +12,7 @@ import dataclasses
 import json
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,11 @@ from ..errors import ConfigError
 SCHEMA_VERSION = 1
 # Outcomes that resume keeps; an error is run again.
 FINAL_STATUSES = frozenset({"pass", "fail", "unsupported"})
+# A killed process loses nothing a write returned for (the kernel holds it); fsync guards only
+# against the machine going down, which loses the records written since the last one (resume
+# runs those cases again). At most one a second spares a disk flush per case: 0.3 s of a 7 s
+# run against the simulated vendor.
+SYNC_INTERVAL = 1.0
 
 
 @dataclasses.dataclass(slots=True)
@@ -82,12 +88,17 @@ def read_journal(path: Path) -> JournalContents:
 
 
 class Journal:
-    """Appends outcome records, each written and fsynced before the call returns."""
+    """Appends outcome records, each written to the file before the call returns.
+
+    The file is fsynced with its first line, then with the first record written at least
+    SYNC_INTERVAL seconds after the last fsync, and when it is closed.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._synced = -SYNC_INTERVAL
 
     @classmethod
     def create(cls, path: Path, header: dict[str, Any]) -> Journal:
@@ -115,12 +126,16 @@ class Journal:
         line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8")
         with self._lock:
             os.write(self._fd, line)
-            os.fsync(self._fd)
+            now = time.monotonic()
+            if now - self._synced >= SYNC_INTERVAL:
+                os.fsync(self._fd)
+                self._synced = now
 
     def close(self) -> None:
-        """Close the file."""
+        """Flush the file to disk and close it."""
         with self._lock:
             if self._fd >= 0:
+                os.fsync(self._fd)
                 os.close(self._fd)
                 self._fd = -1
 
