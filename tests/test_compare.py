@@ -25,6 +25,7 @@ from verifier.compare.model import (
     State,
     rank,
 )
+from verifier.compare.provenance import settings_text
 from verifier.scorecard import signing
 
 
@@ -397,3 +398,12 @@ def test_cli_labels_name_the_vendors(tmp_path: Path) -> None:
     assert any(row.startswith("| clean |") for row in rows)
     # A file whose own name has "=" is taken whole, not as LABEL=PATH.
     assert any(row.startswith("| http://vendor-b.test/v1") for row in rows)
+
+
+def test_settings_read_as_typed() -> None:
+    """Repeats by family show as the option was given; null is the default."""
+    text = settings_text(
+        {"repeats": {"tool_calling": 3, "structured_output": 2}, "seed": 1, "families": ["wire"]}
+    )
+    assert text == "repeats tool_calling=3,structured_output=2; seed 1; families wire"
+    assert settings_text({"repeats": None, "families": []}) == "repeats default; families none"

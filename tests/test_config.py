@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import fake_key, with_userinfo
+from verifier.checks.registry import repeats_for
 from verifier.config import (
+    check_repeats,
     env_var_name,
     family_list,
     non_negative_int,
@@ -17,6 +19,7 @@ from verifier.config import (
     positive_int,
     positive_seconds,
     prepare_out_dir,
+    repeats,
 )
 from verifier.endpoint.redaction import Redactor, redact_url
 from verifier.errors import ConfigError
@@ -102,6 +105,48 @@ def test_number_messages_are_the_same_for_no_number_and_out_of_range(
     with pytest.raises(argparse.ArgumentTypeError) as info:
         parse(bad)
     assert str(info.value) == message
+
+
+def test_repeats_for_every_family_or_by_family() -> None:
+    assert repeats("3") == 3
+    assert repeats("tool_calling=3, structured_output=2") == {
+        "tool_calling": 3,
+        "structured_output": 2,
+    }
+    assert repeats_for(3, "structured_output") == 3
+    assert repeats_for(None, "tool_calling") == 5
+    by_family = repeats("tool_calling=3")
+    assert repeats_for(by_family, "tool_calling") == 3
+    assert repeats_for(by_family, "structured_output") == 1, "the others keep their default"
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ("0", "must be a whole number >= 1, given: '0'"),
+        ("tool_calling", "must be a whole number >= 1, given: 'tool_calling'"),
+        ("tool_calling=0", "tool_calling: must be a whole number >= 1, given: '0'"),
+        ("tool_calling=", "must be K or FAMILY=K[,FAMILY=K...], given: 'tool_calling='"),
+        ("=3", "must be K or FAMILY=K[,FAMILY=K...], given: '=3'"),
+        ("tool_calling=3,", "must be K or FAMILY=K[,FAMILY=K...], given: 'tool_calling=3,'"),
+    ],
+)
+def test_repeats_messages(bad: str, message: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError) as info:
+        repeats(bad)
+    assert str(info.value) == message
+
+
+def test_repeats_by_family_names_known_families() -> None:
+    known = ("tool_calling", "structured_output")
+    check_repeats({"tool_calling": 3}, known)
+    check_repeats(3, known)
+    with pytest.raises(ConfigError) as info:
+        check_repeats({"tool_call": 3}, known)
+    assert str(info.value) == (
+        "--repeats: unknown family 'tool_call' (did you mean 'tool_calling'?); "
+        "choose from: tool_calling, structured_output"
+    )
 
 
 def test_family_list_keeps_canonical_order_and_suggests() -> None:

@@ -148,6 +148,20 @@ def test_repeats_send_k_requests_per_case(simulator: Start, run_verifier: Run) -
     assert run.scorecard["settings"]["repeats"] == 3
 
 
+def test_repeats_by_family_leave_the_others_at_their_default(
+    simulator: Start, run_verifier: Run
+) -> None:
+    run = run_verifier(
+        simulator(),
+        *("--families", "tool_calling,structured_output", "--repeats", "tool_calling=3"),
+        *("-k", "basic-object or forced-nested-shipment"),
+    )
+    outcomes = run.outcomes()
+    assert outcomes["tool_calling/forced-nested-shipment"]["metrics"]["repeats"] == 3
+    assert outcomes["structured_output/basic-object"]["metrics"]["requests"] == 1
+    assert run.scorecard["settings"]["repeats"] == {"tool_calling": 3}
+
+
 def test_marker_and_keyword_selection(simulator: Start, run_verifier: Run) -> None:
     run = run_verifier(simulator(), "-m", "structured_output", "-k", "enum", "--collect-only", "-q")
     assert run.stdout.splitlines()[0] == "structured_output::enum-colour"
@@ -222,6 +236,10 @@ def test_wrong_key_is_one_line_and_never_printed(simulator: Start, run_verifier:
             "ERROR: --families: unknown family 'structured' (did you mean 'structured_output'?)",
         ),
         (["--repeats", "0"], "ERROR: --repeats: must be a whole number >= 1, given: '0'"),
+        (
+            ["--repeats", "tool_call=3"],
+            "ERROR: --repeats: unknown family 'tool_call' (did you mean 'tool_calling'?)",
+        ),
         (["--timeout", "soon"], "ERROR: --timeout: must be a number of seconds > 0, given: 'soon'"),
         (
             ["--api-key-env", fake_key("option")],

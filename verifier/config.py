@@ -1,14 +1,14 @@
 """RunConfig: every option of a verification run, validated once, frozen.
 
 :func:`normalize_endpoint`, :func:`env_var_name`, :func:`positive_int`,
-:func:`non_negative_int` and :func:`positive_seconds` are the ``type=`` callables
+:func:`non_negative_int`, :func:`positive_seconds` and :func:`repeats` are the ``type=`` callables
 of command-line options: each raises ``argparse.ArgumentTypeError`` with a
 message that says what is valid and names the bad value, except
 :func:`env_var_name` (the value may be the key itself) and
 :func:`normalize_endpoint`, which removes an http(s) URL's credentials first.
 The plugin turns the error into a one-line usage error naming the option.
-:func:`family_list` runs later, once the registered families are known, and
-raises :class:`~verifier.errors.ConfigError` like the other checks here.
+:func:`family_list` and :func:`check_repeats` run later, once the registered families are
+known, and raise :class:`~verifier.errors.ConfigError` like the other checks here.
 """
 
 from __future__ import annotations
@@ -96,6 +96,28 @@ def positive_seconds(value: str) -> float:
     return _number(value, float, lambda n: 0 < n < math.inf, "a number of seconds > 0")
 
 
+def repeats(value: str) -> int | dict[str, int]:
+    """The ``--repeats`` value: ``K`` or ``FAMILY=K[,FAMILY=K...]``.
+
+    ``K`` applies to every family; named families take theirs and the others keep their
+    default. Each K is a whole number >= 1.
+    """
+    if "=" not in value:
+        return positive_int(value)
+    counts: dict[str, int] = {}
+    for part in value.split(","):
+        name, _, count = (p.strip() for p in part.partition("="))
+        if not name or not count:
+            raise argparse.ArgumentTypeError(
+                f"must be K or FAMILY=K[,FAMILY=K...], given: {value!r}"
+            )
+        try:
+            counts[name] = positive_int(count)
+        except argparse.ArgumentTypeError as exc:
+            raise argparse.ArgumentTypeError(f"{name}: {exc}") from None
+    return counts
+
+
 def _number(
     value: str, convert: Callable[[str], _Number], valid: Callable[[_Number], bool], expected: str
 ) -> _Number:
@@ -144,6 +166,17 @@ def family_list(value: str, known: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(n for n in known if n in names)
 
 
+def check_repeats(value: int | dict[str, int] | None, known: tuple[str, ...]) -> None:
+    """Raise :class:`ConfigError` when ``--repeats FAMILY=K`` names an unknown family."""
+    for name in value if isinstance(value, dict) else ():
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ConfigError(
+                f"--repeats: unknown family {name!r}{hint}; choose from: {', '.join(known)}"
+            )
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class RunConfig:
     """Everything a verification run needs to know, fixed before the first request.
@@ -156,7 +189,7 @@ class RunConfig:
     model: str | None
     api_key_env: str
     families: tuple[str, ...]
-    repeats: int | None
+    repeats: int | dict[str, int] | None
     seed: int
     timeout: float
     max_retries: int

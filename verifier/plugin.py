@@ -17,6 +17,7 @@ import pytest
 from .config import (
     FAMILY_NAMES,
     RunConfig,
+    check_repeats,
     env_var_name,
     family_list,
     known_families,
@@ -24,6 +25,7 @@ from .config import (
     normalize_endpoint,
     positive_int,
     positive_seconds,
+    repeats,
 )
 from .errors import VerifierError
 
@@ -81,8 +83,9 @@ _OPTIONS = (
     _option(
         "--repeats",
         metavar="K",
-        parse=positive_int,
-        help="requests per case (default: the family's: tool_calling 5, others 1)",
+        parse=repeats,
+        help="requests per case, for every family (K) or by family (FAMILY=K,...; the "
+        "others keep theirs) (default: the family's: tool_calling 5, others 1)",
     ),
     _option(
         "--seed",
@@ -220,7 +223,7 @@ def pytest_configure(config: pytest.Config) -> None:
             model=config.getoption("model"),
             api_key_env=config.getoption("api_key_env"),
             families=_families_option(config.getoption("families")),
-            repeats=config.getoption("repeats"),
+            repeats=_repeats_option(config.getoption("repeats")),
             seed=config.getoption("seed"),
             timeout=config.getoption("timeout"),
             max_retries=config.getoption("max_retries"),
@@ -260,6 +263,13 @@ def _register_families(config: pytest.Config) -> None:
     for name in FAMILIES.names():
         if name not in FAMILY_NAMES:
             config.addinivalue_line("markers", f"{name}: conformance cases of the {name} family")
+
+
+def _repeats_option(value: int | dict[str, int] | None) -> int | dict[str, int] | None:
+    from .checks import FAMILIES
+
+    check_repeats(value, known_families(FAMILIES.names()))
+    return value
 
 
 def _families_option(value: str | None) -> tuple[str, ...]:

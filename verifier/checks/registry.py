@@ -145,7 +145,8 @@ class RunContext:
     Args:
         model: the model under test.
         seed: the seed sent with every sampling request.
-        repeats: ``--repeats``, or None for the family's default.
+        repeats: ``--repeats``: one count for every family, counts by family, or None for
+            each family's default.
         profile: the reference model profile (``--profile``), or None.
         stop_early: ``--budget auto``: a case stops repeating once it is known to fail.
         endpoints: the tokenizer endpoints the probe found (none when it did not look).
@@ -157,7 +158,7 @@ class RunContext:
 
     model: str
     seed: int
-    repeats: int | None = None
+    repeats: int | dict[str, int] | None = None
     profile: Profile | None = None
     stop_early: bool = False
     endpoints: TokenizerEndpoints = TokenizerEndpoints()
@@ -166,10 +167,18 @@ class RunContext:
 
     def repeats_for(self, family: str) -> int:
         """How many times a case of `family` runs."""
-        return self.repeats if self.repeats is not None else FAMILIES[family].default_repeats
+        return repeats_for(self.repeats, family)
 
     def request(self, **fields: Any) -> dict[str, Any]:
         """A chat request: model, deterministic sampling, then `fields`."""
         body: dict[str, Any] = {"model": self.model, "temperature": TEMPERATURE, "seed": self.seed}
         body.update(fields)
         return body
+
+
+def repeats_for(repeats: int | dict[str, int] | None, family: str) -> int:
+    """How many times a case of `family` runs under ``--repeats`` `repeats`."""
+    if isinstance(repeats, int):
+        return repeats
+    given = (repeats or {}).get(family)
+    return given if given is not None else FAMILIES[family].default_repeats

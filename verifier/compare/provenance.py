@@ -41,10 +41,22 @@ def when_text(run: Mapping[str, Any]) -> str:
     return text + (f" ({sessions} sessions)" if sessions and sessions > 1 else "")
 
 
+def setting_text(value: Any) -> str:
+    """One setting's value as it was typed.
+
+    ``default`` for null, ``K=V,...`` for a mapping (``--repeats tool_calling=3``).
+    """
+    if value is None:
+        return "default"
+    if isinstance(value, Mapping):
+        return ",".join(f"{key}={item}" for key, item in value.items())
+    return str(value)
+
+
 def settings_text(settings: Mapping[str, Any]) -> str:
     """Every recorded setting on one line, the families last (null: the default)."""
     parts = [
-        f"{key} {'default' if value is None else value}"
+        f"{key} {setting_text(value)}"
         for key, value in sorted(settings.items())
         if key not in ("families", "generated")
     ]

@@ -20,7 +20,7 @@ import pytest
 from .. import __version__
 from ..cases.corpus import Case, Corpus, load_corpus
 from ..checks import FAMILIES
-from ..checks.registry import RunContext
+from ..checks.registry import RunContext, repeats_for
 from ..config import RunConfig, known_families, load_baseline, prepare_out_dir
 from ..endpoint.client import EndpointClient
 from ..endpoint.probe import Capabilities, probe
@@ -383,7 +383,7 @@ class VerifierSession:
     def _case_cost(self, case: Case) -> float:
         """A case's expected time, in generated answers: its family's estimate, repeated."""
         family = FAMILIES[case.family]
-        repeats = self.run.repeats or family.default_repeats
+        repeats = repeats_for(self.run.repeats, case.family)
         return repeats * (family.cost(case) if family.cost else 1.0)
 
     @pytest.hookimpl(tryfirst=True)
