@@ -403,11 +403,11 @@ def test_compare_the_real_server_with_simulated_vendors(
 ) -> None:
     """One table: the clean simulated vendor, a defective one, and llama-server, as a user runs it.
 
-    All three ran with the same options (the Kimi test profile, three repeats), so the page
-    compares them without a "not comparable" banner; the defective vendor's structured_output
-    stands out, and the real server shows the real defects recorded above.
+    All three ran with the same options (the Kimi test profile, three tool-calling repeats),
+    so the page compares them without a "not comparable" banner; the defective vendor's
+    structured_output stands out, and the real server shows the real defects recorded above.
     """
-    options = ("--repeats", "3", "--profile", KIMI_PROFILE)
+    options = ("--repeats", "tool_calling=3", "--profile", KIMI_PROFILE)
     clean = run_verifier(simulator("--profile", KIMI_PROFILE), *options)
     defective = run_verifier(
         simulator("--profile", KIMI_PROFILE, "--defect", "ignore-keyword:maxItems"), *options
