@@ -23,7 +23,8 @@ def check_row(row: Row, run_verifier: Callable[..., VerifierRun], small_profile_
     # One vendor per row, stopped at once: dozens of idle vendors would hold memory all session.
     vendor = SimulatorProcess(["--profile", profile, "--defect", row.defect])
     try:
-        options = ("--families", ",".join(row.families), "--repeats", "2", *row.verifier)
+        options = ("--families", ",".join(row.families), "--repeats", "tool_calling=2")
+        options += row.verifier
         run = run_verifier(vendor.url, "--profile", profile, *options, timeout=900)
     finally:
         vendor.stop()

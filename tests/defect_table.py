@@ -8,6 +8,7 @@ says why in `why`: a defect that breaks two contracts is reported twice, and not
 Every row sends two repeats of each tool-calling case (one non-stream, one stream), not five:
 four more of the same request prove nothing more about a defect that is not about
 determinism; the two determinism rows send four (two of each mode, to compare within one).
+The other families send each case once, their default.
 
 Transport faults run two families only, tool calling (non-stream and stream answers, five
 repeats) and wire (every request shape): a fault hits every chat request alike, whichever
@@ -34,7 +35,7 @@ class Row:
         profile: the profile both sides use: ``kimi-k2``, ``vision`` (with the test vision
             projector's image rule), ``thinking`` (Kimi K2 Thinking's template) or ``small``
             (the small test profile, which declares thinking and sampling policies).
-        verifier: verifier options (``--repeats 2`` unless they say otherwise).
+        verifier: verifier options (``--repeats tool_calling=2`` unless they say otherwise).
         why: why a second code or family is right, where there is one.
         families: the families run (all six but for transport faults).
     """
@@ -80,11 +81,13 @@ ROWS: tuple[Row, ...] = (
     _row("tool-finish-reason-stop", tool_calling={"finish_reason_mismatch"}),
     _row(
         "tool-nondeterministic-args",
-        verifier=("--repeats", "4"),
+        verifier=("--repeats", "tool_calling=4"),
         tool_calling={"nondeterministic_calls"},
     ),
     _row(
-        "tool-stream-args-differ", verifier=("--repeats", "4"), tool_calling={"stream_calls_differ"}
+        "tool-stream-args-differ",
+        verifier=("--repeats", "tool_calling=4"),
+        tool_calling={"stream_calls_differ"},
     ),
     _row("tool-name-repeated-in-stream", tool_calling={"tool_call_name_repeated"}),
     _row("tool-choice-none-ignored", tool_calling={"tool_choice_none_ignored"}),
