@@ -8,7 +8,8 @@
   way vendors add tool calling to a model whose release has none.
 
 Both are verified with ``--profile gguf:`` of the release file, on the trimmed corpus of
-tests/trimmed.py with two repeats, once each. Each test reads one family of one vendor and
+tests/trimmed.py with two tool-calling repeats (one non-stream, one stream; the other families
+send each case once, their default), once each. Each test reads one family of one vendor and
 asserts every case outcome, each expected failure with the server behaviour that explains
 it; the last test compares the two vendors as a user would, with ``verifier compare``.
 
@@ -83,9 +84,9 @@ def signer(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 @pytest.fixture(scope="module")
 def options(model: Path, signer: tuple[Path, Path]) -> tuple[str, ...]:
     """What both vendors are verified with: the release file's profile, the trimmed corpus,
-    two repeats, and the same signing key."""
+    two tool-calling repeats, and the same signing key."""
     return (
-        *("--profile", f"gguf:{model}", "--repeats", "2", "-k", selection()),
+        *("--profile", f"gguf:{model}", "--repeats", "tool_calling=2", "-k", selection()),
         *("--sign-key", str(signer[0])),
     )
 
