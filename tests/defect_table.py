@@ -10,8 +10,8 @@ four more of the same request prove nothing more about a defect that is not abou
 determinism; the two determinism rows send four (two of each mode, to compare within one).
 The other families send each case once, their default.
 
-Transport faults run two families only, tool calling (non-stream and stream answers, five
-repeats) and wire (every request shape): a fault hits every chat request alike, whichever
+Transport faults run two families only, tool calling (a non-stream and a stream answer per
+case) and wire (every request shape): a fault hits every chat request alike, whichever
 family sent it, and a Retry-After or a held request costs seconds each, so the other four
 families would add minutes and prove nothing more.
 """
