@@ -129,6 +129,10 @@ def test_repeats_for_every_family_or_by_family() -> None:
         ("tool_calling=", "must be K or FAMILY=K[,FAMILY=K...], given: 'tool_calling='"),
         ("=3", "must be K or FAMILY=K[,FAMILY=K...], given: '=3'"),
         ("tool_calling=3,", "must be K or FAMILY=K[,FAMILY=K...], given: 'tool_calling=3,'"),
+        (
+            "tool_calling=3,tool_calling=2",
+            "tool_calling is given twice, in 'tool_calling=3,tool_calling=2'",
+        ),
     ],
 )
 def test_repeats_messages(bad: str, message: str) -> None:

@@ -111,6 +111,8 @@ def repeats(value: str) -> int | dict[str, int]:
             raise argparse.ArgumentTypeError(
                 f"must be K or FAMILY=K[,FAMILY=K...], given: {value!r}"
             )
+        if name in counts:
+            raise argparse.ArgumentTypeError(f"{name} is given twice, in {value!r}")
         try:
             counts[name] = positive_int(count)
         except argparse.ArgumentTypeError as exc:
@@ -154,6 +156,18 @@ def family_list(value: str, known: tuple[str, ...]) -> tuple[str, ...]:
     names = [n.strip() for n in value.split(",") if n.strip()]
     if not names:
         raise ConfigError(f"--families is empty; choose from: {', '.join(known)}")
+    _check_known("--families", names, known)
+    return tuple(n for n in known if n in names)
+
+
+def check_repeats(value: int | dict[str, int] | None, known: tuple[str, ...]) -> None:
+    """Raise :class:`ConfigError` when ``--repeats FAMILY=K`` names an unknown family."""
+    if isinstance(value, dict):
+        _check_known("--repeats", value, known)
+
+
+def _check_known(option: str, names: Iterable[str], known: tuple[str, ...]) -> None:
+    """Raise :class:`ConfigError` naming the first of `names` not in `known`, and the closest."""
     for name in names:
         if name not in known:
             close = difflib.get_close_matches(name, known, n=1)
@@ -161,19 +175,7 @@ def family_list(value: str, known: tuple[str, ...]) -> tuple[str, ...]:
             if name in FAMILY_NAMES:
                 hint = " (this family has no checks in this version yet)"
             raise ConfigError(
-                f"--families: unknown family {name!r}{hint}; choose from: {', '.join(known)}"
-            )
-    return tuple(n for n in known if n in names)
-
-
-def check_repeats(value: int | dict[str, int] | None, known: tuple[str, ...]) -> None:
-    """Raise :class:`ConfigError` when ``--repeats FAMILY=K`` names an unknown family."""
-    for name in value if isinstance(value, dict) else ():
-        if name not in known:
-            close = difflib.get_close_matches(name, known, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ConfigError(
-                f"--repeats: unknown family {name!r}{hint}; choose from: {', '.join(known)}"
+                f"{option}: unknown family {name!r}{hint}; choose from: {', '.join(known)}"
             )
 
 
