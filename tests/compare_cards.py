@@ -106,7 +106,7 @@ def scorecard(
     run_id: str = "run-a",
     corpus: str = "a",
     version: str = "0.1.0",
-    repeats: int | None = 2,
+    repeats: int | dict[str, int] | None = 2,
     seed: int = 1234,
 ) -> dict[str, Any]:
     """A whole scorecard; `corpus` is one hex digit repeated into every digest."""

@@ -401,9 +401,16 @@ def test_cli_labels_name_the_vendors(tmp_path: Path) -> None:
 
 
 def test_settings_read_as_typed() -> None:
-    """Repeats by family show as the option was given; null is the default."""
+    """Repeats by family show as the option was given, in provenance and in the banner's
+    differences alike; null is the default."""
     text = settings_text(
         {"repeats": {"tool_calling": 3, "structured_output": 2}, "seed": 1, "families": ["wire"]}
     )
     assert text == "repeats tool_calling=3,structured_output=2; seed 1; families wire"
     assert settings_text({"repeats": None, "families": []}) == "repeats default; families none"
+    comparison = compare(scorecard(repeats={"tool_calling": 3}), scorecard(repeats=None))
+    (difference,) = comparison.differences
+    assert (difference.aspect, difference.values) == (
+        "settings: repeats",
+        ("tool_calling=3", "default"),
+    )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -22,7 +21,7 @@ from .model import (
     info_row,
     ranked_row,
 )
-from .provenance import profile_text, short_digest
+from .provenance import profile_text, setting_text, short_digest
 
 # Families whose cases are graded against the reference profile (--profile).
 PROFILE_FAMILIES = ("chat_template", "tokenizer", "vision", "wire")
@@ -70,12 +69,6 @@ def _families(cards: Sequence[Mapping[str, Any]]) -> list[str]:
     return [f for f in order if f in present] + sorted(present - set(order))
 
 
-def _setting(value: Any) -> str:
-    if value is None:
-        return "default"
-    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-
-
 def differences(cards: Sequence[Mapping[str, Any]], families: Sequence[str]) -> list[Difference]:
     """What the inputs differ in, beyond the vendor itself, and the families it affects."""
     found: list[Difference] = []
@@ -104,9 +97,9 @@ def differences(cards: Sequence[Mapping[str, Any]], families: Sequence[str]) -> 
             affected = [f for f in families if not all(f in r for r in ran)]
             differ("families run", [", ".join(r) or "none" for r in ran], affected)
         elif key == "generated":
-            differ("generated cases", [_setting(v) for v in values], ["structured_output"])
+            differ("generated cases", [setting_text(v) for v in values], ["structured_output"])
         else:
-            differ(f"settings: {key}", [_setting(v) for v in values], everything)
+            differ(f"settings: {key}", [setting_text(v) for v in values], everything)
     differ(
         "reference profile",
         [profile_text(c.get("profile")) for c in cards],
