@@ -27,6 +27,9 @@ if TYPE_CHECKING:
     from tests.vllm.server import VllmServer
 
 REPO = Path(__file__).resolve().parent.parent
+# Nothing downloads at test time: huggingface_hub reads only its cache, here and in every
+# process a test starts (tests that need a model's files write a cache: tests/hubcache.py).
+os.environ["HF_HUB_OFFLINE"] = "1"
 # The built-in Kimi K2 profile, and test profiles on top of it: the test vision projector's
 # image rule, and Kimi K2 Thinking's chat template (it renders reasoning_content).
 KIMI_PROFILE = "kimi-k2"

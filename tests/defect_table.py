@@ -96,6 +96,7 @@ ROWS: tuple[Row, ...] = (
     _row("parallel-tool-calls-ignored", tool_calling={"parallel_tool_calls_ignored"}),
     _row("tool-markers-in-content", tool_calling={"markers_in_content"}),
     _row("tool-duplicate-call-ids", tool_calling={"bad_call_id"}),
+    _row("tool-call-id-format", tool_calling={"tool_call_id_format"}),
     _row("tool-call-type-wrong", tool_calling={"bad_call_type"}),
     # wire
     _row("stream-no-usage", wire={"usage_missing"}),
@@ -149,6 +150,9 @@ ROWS: tuple[Row, ...] = (
     _row("seed-ignored", wire={"seed_not_reproducible"}),
     _row("thinking-ignored", profile="small", wire={"thinking_not_honoured"}),
     _row("sampling-limits-ignored", profile="small", wire={"sampling_limit_not_enforced"}),
+    _row("sampling-pins-ignored", profile="small", wire={"sampling_pin_violated"}),
+    _row("sampling-pins-refused", profile="small", wire={"sampling_pin_violated"}),
+    _row("served-model-substituted", wire={"served_model_mismatch"}),
     # chat_template and tokenizer
     _row("template-drops-system", chat_template={"system_dropped"}),
     _row(

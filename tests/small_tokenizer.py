@@ -32,7 +32,14 @@ POLICIES = {
         "on": {"chat_template_kwargs": {"thinking": True}},
         "off": {"chat_template_kwargs": {"thinking": False}},
     },
-    "sampling": {"temperature": {"min": 0, "max": 1}, "top_p": {"min": 0, "max": 1}},
+    "sampling": {
+        "temperature": {"min": 0, "max": 1},
+        "top_p": {"min": 0, "max": 1},
+        # One pin the vendor must refuse other values of, one it must accept and replace.
+        "frequency_penalty": {"fixed": 0, "off_policy": "reject"},
+        "presence_penalty": {"fixed": 0, "off_policy": "coerce"},
+    },
+    "served_models": ["small-test-model"],
     "seed_supported": True,
     "images": {
         "rule": "kimi-k25",

@@ -209,6 +209,18 @@ BAD_INPUT: dict[str, Callable[[Path], BadInput]] = {
         ["--profile", "/nonexistent"],
         r"ERROR: --profile: '/nonexistent' is not a folder \(expected PATH or NAME:PATH\)",
     ),
+    "profile-not-a-repository": lambda tmp: BadInput(
+        ["--profile", "hf:kimi-k2"],
+        r"ERROR: --profile: 'hf:kimi-k2' is not a hub repository "
+        r"\(expected hf:ORG/NAME or hf:ORG/NAME@REVISION\)",
+    ),
+    # The tests run offline (tests/conftest.py): a repository not in the cache is not fetched.
+    "profile-not-in-hub-cache": lambda tmp: BadInput(
+        ["--profile", "hf:example-org/absent@v1"],
+        r"ERROR: --profile hf:example-org/absent@v1: not in the hub cache \(.+\) and offline "
+        r"mode is on \(HF_HUB_OFFLINE\): fetch it once online \(hf download example-org/absent "
+        r"--revision v1\) or point HF_HUB_CACHE at a cache that holds it",
+    ),
     "template-syntax-error": _template(
         "{{ bos_token }}\n{% for message in messages %}{{ message.content }",
         "the chat template does not parse: line 2: .+",

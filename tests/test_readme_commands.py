@@ -91,9 +91,9 @@ def test_the_main_command_grades_every_family_and_passes(tmp_path: Path) -> None
         ("structured_output", "tool_calling", "chat_template", "tokenizer", "vision", "wire"),
         "pass",
     )
-    # No case is unsupported for lack of a profile: the four left ask for policies Kimi K2
-    # Instruct's release does not state (it has no thinking switch, no documented sampling
-    # limits, no image size limit).
+    # No case is unsupported for lack of a profile: the five left ask for policies Kimi K2
+    # Instruct's contract does not state (it has no thinking switch, no documented sampling
+    # limits nor pins, no image size limit).
     journal = (tmp_path / "verifier-out" / "journal.jsonl").read_text().splitlines()
     outcomes = [json.loads(line)["outcome"] for line in journal if '"outcome"' in line]
     unsupported = [o["message"] for o in outcomes if o["status"] == "unsupported"]
@@ -102,6 +102,7 @@ def test_the_main_command_grades_every_family_and_passes(tmp_path: Path) -> None
         "unsupported: the profile declares no thinking dialect",
         "unsupported: the profile declares no thinking dialect",
         "unsupported: the profile documents no image size limit",
+        "unsupported: the profile pins no sampling value",
     ]
     # The gate passes the clean vendor too, with the profile and without one.
     with_profile = shell(MAIN.replace("8111", port) + " --gate --out gated", tmp_path)

@@ -231,13 +231,14 @@ def test_wire(realserver_run: SuiteRun, name: str) -> None:
     outcomes = {k.split("/", 1)[1]: v for k, v in run.outcomes().items() if k.startswith("wire/")}
     failed = {case_id: o["code"] for case_id, o in outcomes.items() if o["status"] == "fail"}
     assert failed == WIRE_DEFECTS
-    # The Kimi K2 Instruct test profile declares no thinking dialect and no sampling limits:
-    # those checks do not apply, and say so (usage is checked against the Kimi tokenizer).
+    # Kimi K2 Instruct's contract states no thinking dialect, no sampling limits and no pins:
+    # those checks do not apply, and say so (usage is checked against the Kimi tokenizer). It
+    # lists the model's served ids, so served_model is checked.
     unsupported = {case_id for case_id, o in outcomes.items() if o["status"] == "unsupported"}
     assert unsupported == {
         c.id
         for c in load_corpus(["wire"]).cases
-        if c.data["check"] in ("thinking", "sampling_limits")
+        if c.data["check"] in ("thinking", "sampling_limits", "sampling_pins")
     }
 
 

@@ -253,7 +253,7 @@ class TestLlamaServer:
         assert unsupported == {
             c.id
             for c in load_corpus(["wire"]).cases
-            if c.data["check"] in ("thinking", "sampling_limits")
+            if c.data["check"] in ("thinking", "sampling_limits", "sampling_pins", "served_model")
         }
 
     def test_tool_calling(self, run: VerifierRun) -> None:
@@ -355,8 +355,8 @@ class TestVllm:
         - logprobs (plain, top-3, stream): the last entry is ``<|im_end|>``, the end-of-turn
           token, which the content leaves out: the tokens join to the content plus that token.
         - n > 1 is refused with a 400 under greedy sampling ("n must be 1 when using greedy
-          sampling"): an honest unsupported, as are the thinking and sampling-limit probes
-          (SmolLM2's profile declares neither).
+          sampling"): an honest unsupported, as are the checks of a model's contract (thinking,
+          sampling limits and pins, served model ids): SmolLM2's profile states none.
         """
         assert failed(run, "wire") == {
             "invalid-wrong-role": "invalid_request_accepted",
@@ -373,6 +373,9 @@ class TestVllm:
             "thinking-on-off",
             "thinking-stream",
             "sampling-limits",
+            "sampling-pins",
+            "served-model",
+            "served-model-stream",
         }
 
     def test_tool_calling(self, run: VerifierRun) -> None:

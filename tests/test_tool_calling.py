@@ -276,3 +276,28 @@ def test_baseline_trigger_f1() -> None:
 def test_a_call_cut_by_max_tokens_is_not_judged() -> None:
     cut = answer(("c1", "get_weather", '{"city": "Os'), finish="length")
     assert codes(validity_findings(case(), cut, "a")) == ["max_tokens_reached"]
+
+
+KIMI_IDS = {"pattern": r"^functions\.([A-Za-z0-9_.\-]+):[0-9]+$", "names_function": True}
+
+
+@pytest.mark.parametrize(
+    ("call_id", "found"),
+    [
+        ("functions.get_weather:0", []),
+        ("functions.get_weather:12", []),
+        ("call_abc123", ["tool_call_id_format"]),
+        ("functions.get_stock_price:0", ["tool_call_id_format"]),  # names another function
+        ("functions.get_weather", ["tool_call_id_format"]),
+        ("", []),  # a missing id is bad_call_id's, not this check's
+    ],
+)
+def test_call_id_format(call_id: str, found: list[str]) -> None:
+    result = answer((call_id, "get_weather", '{"city": "Oslo"}'))
+    graded = codes(validity_findings(case(), result, "a", KIMI_IDS))
+    assert [c for c in graded if c == "tool_call_id_format"] == found
+
+
+def test_call_id_format_is_not_checked_without_a_contract() -> None:
+    result = answer(("call_abc123", "get_weather", '{"city": "Oslo"}'))
+    assert validity_findings(case(), result, "a") == []

@@ -14,7 +14,10 @@ from verifier.checks.wire import (
     invalid_request_findings,
     logprob_findings,
     max_tokens_findings,
+    off_pin,
+    pin_findings,
     protocol_findings,
+    served_model_findings,
     shape_findings,
     stop_findings,
     usage_findings,
@@ -328,3 +331,59 @@ def test_a_count_over_max_tokens_is_weighed_against_the_text_with_a_tokenizer(
     found = max_tokens_findings(answer(text, "length", usage=inflated), length)
     assert codes(found) == ["max_tokens_not_honoured"]
     assert "without a profile's tokenizer" in found[0].message
+
+
+PINS = [
+    ("temperature", {"fixed": 1.0}),
+    ("temperature", {"values": [1.0, 0.6]}),
+    ("top_p", {"fixed": 0.95, "min": 0, "max": 1}),
+    ("n", {"fixed": 1}),
+    ("presence_penalty", {"fixed": 0}),
+]
+
+
+@pytest.mark.parametrize(("name", "pin"), PINS)
+def test_off_pin_is_none_of_the_pinned_values_and_within_range(
+    name: str, pin: dict[str, Any]
+) -> None:
+    value = off_pin(name, pin)
+    assert value not in ([pin["fixed"]] if "fixed" in pin else pin["values"])
+    assert pin.get("min", value) <= value <= pin.get("max", value) and value >= 0
+    if name == "n":
+        assert value == int(value)
+
+
+@pytest.mark.parametrize(
+    ("policy", "status", "found"),
+    [
+        ("reject", 400, []),
+        ("reject", 200, ["sampling_pin_violated"]),
+        ("reject", 500, ["sampling_pin_violated"]),
+        ("coerce", 200, []),
+        ("coerce", 400, ["sampling_pin_violated"]),
+    ],
+)
+def test_pin_findings(policy: str, status: int, found: list[str]) -> None:
+    result = body(GOOD if status == 200 else {"error": {"message": "no"}}, status)
+    pin = {"fixed": 1.0, "off_policy": policy}
+    assert codes(pin_findings("temperature", 1.25, pin, result)) == found
+
+
+@pytest.mark.parametrize(
+    ("answered", "header", "found"),
+    [
+        ("kimi-k2.5", None, []),
+        ("moonshotai/Kimi-K2.5", None, []),  # an id the contract lists, by its last part
+        ("KIMI-K2.5", None, []),
+        ("accounts/vendor/models/kimi-k2.5", None, []),
+        ("kimi-k2.5", "kimi-k2.5", []),
+        ("kimi-k2-turbo", None, ["served_model_mismatch"]),
+        ("kimi-k2.5", "qwen3-8b", ["served_model_mismatch"]),
+    ],
+)
+def test_served_model(answered: str, header: str | None, found: list[str]) -> None:
+    result = body({**GOOD, "model": answered})
+    if header is not None:
+        result.headers["openai-model"] = header
+    aliases = ["moonshotai/Kimi-K2.5", "kimi-k2.5"]
+    assert codes(served_model_findings(result, "vendor-kimi", aliases)) == found

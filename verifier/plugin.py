@@ -123,9 +123,10 @@ _OPTIONS = (
     ),
     _option(
         "--profile",
-        metavar="NAME|PATH|NAME:PATH|gguf:PATH",
-        help="the model's own chat template and tokenizer, for the chat_template and tokenizer "
-        "families: a built-in profile (kimi-k2), a model folder, or a folder on top of a "
+        metavar="NAME|hf:ORG/NAME[@REV]|PATH|NAME:PATH|gguf:PATH",
+        help="the model's own chat template, tokenizer and contract: a built-in profile "
+        "(kimi-k2, qwen3...: verifier profiles lists them), a hub repository's files "
+        "(hf:moonshotai/Kimi-K2-Instruct@COMMIT), a model folder, a folder on top of a "
         "built-in (kimi-k2:/models/Kimi-K2), or a GGUF file's own (gguf:model.gguf). "
         "Default: the built-in profile of the model the endpoint serves, if any; none: no profile",
     ),

@@ -169,10 +169,26 @@ class RunContext:
         """How many times a case of `family` runs."""
         return repeats_for(self.repeats, family)
 
+    @property
+    def sampled(self) -> bool:
+        """The model's contract pins temperature above 0: answers are samples, not greedy.
+
+        Requests then leave temperature out (the server uses its pin), and checks that
+        compare two answers for equality do not apply.
+        """
+        return self.profile is not None and self.profile.sampled
+
     def request(self, **fields: Any) -> dict[str, Any]:
-        """A chat request: model, deterministic sampling, then `fields`."""
-        body: dict[str, Any] = {"model": self.model, "temperature": TEMPERATURE, "seed": self.seed}
+        """A chat request: model, deterministic sampling, then `fields`.
+
+        Where the model's contract pins temperature, no temperature is sent, not even a
+        case's own: the server uses its pin (sampling_pins checks the pin itself).
+        """
+        body: dict[str, Any] = {"model": self.model, "seed": self.seed}
+        body["temperature"] = TEMPERATURE
         body.update(fields)
+        if self.sampled:
+            del body["temperature"]
         return body
 
 

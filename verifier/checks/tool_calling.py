@@ -5,7 +5,8 @@ the model. Codes, by kind:
 
 - ``malformed_response``, ``invalid_json``, ``unknown_tool``, ``schema_mismatch``
   (JSON Schema 2020-12 against the declared parameters), ``bad_call_id`` (missing,
-  empty or duplicate), ``bad_call_type``, ``finish_reason_mismatch``
+  empty or duplicate), ``tool_call_id_format`` (not in the format the model's contract
+  documents, e.g. Kimi's ``functions.NAME:IDX``), ``bad_call_type``, ``finish_reason_mismatch``
   (``tool_calls`` exactly when calls are present), ``markers_in_content``;
 - ``tool_choice_none_ignored``, ``tool_choice_required_ignored``,
   ``tool_choice_named_ignored``, ``parallel_tool_calls_ignored``;
@@ -98,8 +99,17 @@ def named_choice(case: Case) -> str | None:
     return choice["function"]["name"] if isinstance(choice, dict) else None
 
 
-def validity_findings(case: Case, result: ChatResult, attempt: str) -> list[Finding]:
-    """Defects of one answer: the calls, finish_reason, markers, stream invariants (pure)."""
+def validity_findings(
+    case: Case,
+    result: ChatResult,
+    attempt: str,
+    id_format: Mapping[str, Any] | None = None,
+) -> list[Finding]:
+    """Defects of one answer: the calls, finish_reason, markers, stream invariants (pure).
+
+    `id_format` is the model contract's ``tool_call_id`` (a pattern, and whether its first
+    group names the function), when it states one.
+    """
     broken = unreadable_findings(result, attempt)
     if broken:
         return broken
@@ -110,6 +120,8 @@ def validity_findings(case: Case, result: ChatResult, attempt: str) -> list[Find
     ids = [call.id for call in choice.tool_calls]
     for position, call in enumerate(choice.tool_calls):
         findings += call_findings(case, call, position, ids, choice.finish_reason, attempt)
+        if id_format is not None:
+            findings += call_id_findings(call, position, id_format, attempt)
     findings += finish_findings(choice, stream=result.stream, attempt=attempt)
     findings += marker_findings(choice, attempt)
     findings.extend(
@@ -155,6 +167,34 @@ def call_findings(
             )
         )
     return findings + argument_findings(case, call, where, finish_reason, attempt)
+
+
+def call_id_findings(
+    call: ToolCall, position: int, id_format: Mapping[str, Any], attempt: str
+) -> list[Finding]:
+    """The call's id in the contract's format, naming the called function where it says (pure).
+
+    A missing id is ``bad_call_id``'s, not this check's.
+    """
+    if not call.id:
+        return []
+    pattern = id_format["pattern"]
+    match = re.search(pattern, call.id)
+    if match is None:
+        wrong = f"does not match the model's documented format {pattern}"
+    elif id_format.get("names_function") and match.group(1) != call.name:
+        wrong = f"names {match.group(1)!r}, but the call is to {call.name!r}"
+    else:
+        return []
+    return [
+        Finding(
+            "tool_call_id_format",
+            f"tool call {position} has id {call.id!r}, which {wrong}",
+            f"$.choices[0].message.tool_calls[{position}].id",
+            actual=call.id,
+            attempt=attempt,
+        )
+    ]
 
 
 def argument_findings(
@@ -463,10 +503,17 @@ class _Repeats:
     evidence: dict[str, Any] = dataclasses.field(default_factory=dict)
     first: ChatResult | None = None
 
-    def add(self, case: Case, result: ChatResult, name: str, stream: bool) -> None:
+    def add(
+        self,
+        case: Case,
+        result: ChatResult,
+        name: str,
+        stream: bool,
+        id_format: Mapping[str, Any] | None = None,
+    ) -> None:
         """Grade one repeat's answer."""
         self.first = self.first or result
-        found = validity_findings(case, result, name)
+        found = validity_findings(case, result, name, id_format)
         if found:
             self.defects.extend(found)
             self.evidence = self.evidence or _evidence(result, name)
@@ -480,8 +527,12 @@ class _Repeats:
         """pass^k is already 0 and the finding final: more repeats cannot change either."""
         return any(f.code != CUT for f in self.defects) or settled(self.signatures)
 
-    def metrics(self, case: Case, repeats: int) -> dict[str, Any]:
-        """The case's metrics once its repeats are done (determinism findings added)."""
+    def metrics(self, case: Case, repeats: int, sampled: bool = False) -> dict[str, Any]:
+        """The case's metrics once its repeats are done (determinism findings added).
+
+        Stream parity is not known (None) from one repeat, nor from sampled answers, whose
+        determinism is not checked.
+        """
         first = self.first
         called = [call.name for call in first.choice.tool_calls] if first and first.choice else []
         identical = len({sig for _, sig in self.signatures}) == 1
@@ -494,7 +545,7 @@ class _Repeats:
             "pass_k": self.valid == len(self.signatures) == repeats and identical,
             "identical": identical,
             "stream_parity": None
-            if repeats < 2
+            if repeats < 2 or sampled
             else not any(f.code == "stream_calls_differ" for f in self.defects),
             "called": called,
             "accurate": None if self.quality is None else not self.quality,
@@ -524,6 +575,7 @@ def run(case: Case, ctx: RunContext) -> Exchange:
     """Tool calls: valid, contract-honouring, deterministic, and (where known) accurate."""
     request = _request(case, ctx)
     repeats = ctx.repeats_for(case.family)
+    id_format = ctx.profile.settings.get("tool_call_id") if ctx.profile else None
     found = _Repeats()
     for number in range(1, repeats + 1):
         stream = number % 2 == 0
@@ -533,8 +585,10 @@ def run(case: Case, ctx: RunContext) -> Exchange:
             return rejected(
                 "tools", result, {"requests": number, "category": case.data["category"]}
             )
-        found.add(case, result, name, stream)
+        found.add(case, result, name, stream, id_format)
         if ctx.stop_early and found.settled():
             break
-    found.defects.extend(determinism_findings(found.signatures))
-    return verdict(found, found.metrics(case, repeats))
+    # Sampled answers (a contract that pins temperature above 0) need not repeat.
+    if not ctx.sampled:
+        found.defects.extend(determinism_findings(found.signatures))
+    return verdict(found, found.metrics(case, repeats, ctx.sampled))

@@ -18,7 +18,11 @@ each case's metrics); this family's own cases fail on them. Codes:
 - usage: ``usage_missing``, ``usage_total_wrong``, ``completion_tokens_mismatch`` (with a
   profile: completion_tokens far from the answer's length under the model's tokenizer);
 - profile policies: ``thinking_not_honoured`` (the thinking dialect does not turn reasoning
-  on and off), ``sampling_limit_not_enforced`` (a value outside the model's limits accepted).
+  on and off), ``sampling_limit_not_enforced`` (a value outside the model's limits accepted);
+- the model's contract: ``sampling_pin_violated`` (a value other than a pinned one accepted
+  where the lab's API rejects it, or refused where the lab's API uses the pin instead),
+  ``served_model_mismatch`` (the answer names a model other than the one asked for and the
+  ids the contract lists for it).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from ..errors import EndpointTimeout
 from ..outcome import CaseRecord, Finding, Outcome
 from ..protocol.answers import ChatResult, Choice
 from ..protocol.requests import Chat, Exchange, Raw, Request
+from ..reference.profiles import model_key
 from .common import (
     excerpt,
     hang_finding,
@@ -458,6 +463,11 @@ def _pair_findings(check: str, results: Sequence[ChatResult], ctx: RunContext) -
 
 def _run_answered(case: Case, ctx: RunContext) -> Graded:
     check = case.data["check"]
+    if check == "parity" and ctx.sampled:
+        raise _Unsupported(
+            "the model's contract pins temperature above 0: stream and non-stream answers "
+            "are samples and need not agree"
+        )
     request = _request(case, ctx)
     results = yield from _answers(case, request)
     refused = next((r for r in results if not r.ok), None)
@@ -494,10 +504,8 @@ def _run_thinking(case: Case, ctx: RunContext) -> Graded:
 
 
 def _outside(limit: Mapping[str, float]) -> list[float]:
-    """Values just outside a sampling limit (``fixed``, ``max``, ``min``)."""
+    """Values just outside a sampling limit (``max``, ``min``)."""
     wrong = []
-    if "fixed" in limit:
-        wrong.append(limit["fixed"] + 0.25)
     if "max" in limit:
         wrong.append(limit["max"] + 0.5)
     if "min" in limit:
@@ -506,7 +514,8 @@ def _outside(limit: Mapping[str, float]) -> list[float]:
 
 
 def _run_sampling_limits(case: Case, ctx: RunContext) -> Graded:
-    limits = ctx.profile.policies.sampling if ctx.profile else None
+    sampling = (ctx.profile.policies.sampling if ctx.profile else None) or {}
+    limits = {n: lim for n, lim in sampling.items() if "min" in lim or "max" in lim}
     if not limits:
         raise _Unsupported("the profile declares no sampling limits")
     findings: list[Finding] = []
@@ -529,11 +538,112 @@ def _run_sampling_limits(case: Case, ctx: RunContext) -> Graded:
     return findings, {"requests": requests}
 
 
+def off_pin(name: str, pin: Mapping[str, Any]) -> float:
+    """A value none of a sampling pin's values (``fixed`` or ``values``) is, within its range."""
+    pinned = [float(v) for v in ([pin["fixed"]] if "fixed" in pin else pin["values"])]
+    step = 1.0 if name == "n" else 0.25
+    candidates = [max(pinned) + step, min(pinned) - step]
+    inside = [v for v in candidates if pin.get("min", v) <= v <= pin.get("max", v) and v >= 0]
+    return inside[0] if inside else candidates[0]
+
+
+def pin_findings(
+    name: str, value: float, pin: Mapping[str, Any], result: ChatResult
+) -> list[Finding]:
+    """An off-pin value is rejected (4xx) or accepted, as the contract's off_policy says (pure)."""
+    pinned = pin.get("fixed", pin.get("values"))
+    policy = pin.get("off_policy", "reject")
+    if policy == "reject" and not 400 <= result.status < 500:
+        return [
+            Finding(
+                "sampling_pin_violated",
+                f"{name}={value} was answered HTTP {result.status}; the model's contract pins "
+                f"{name} to {pinned} and the lab's API rejects other values",
+                expected="4xx",
+                actual=result.status,
+                attempt=result.label,
+            )
+        ]
+    if policy == "coerce" and not result.ok:
+        return [
+            Finding(
+                "sampling_pin_violated",
+                f"{name}={value} was refused with HTTP {result.status}; the model's contract "
+                f"pins {name} to {pinned}, and the lab's API accepts other values and uses it",
+                expected="2xx",
+                actual=result.status,
+                attempt=result.label,
+            )
+        ]
+    return []
+
+
+def _run_sampling_pins(case: Case, ctx: RunContext) -> Graded:
+    limits = (ctx.profile.policies.sampling if ctx.profile else None) or {}
+    pins = {n: p for n, p in sorted(limits.items()) if "fixed" in p or "values" in p}
+    if not pins:
+        raise _Unsupported("the profile pins no sampling value")
+    findings: list[Finding] = []
+    for name, pin in pins.items():
+        value = off_pin(name, pin)
+        request = {**_request(case, ctx), name: int(value) if name == "n" else value}
+        result = yield Chat(request, f"{name}={value}", keep_persistent_5xx=True)
+        findings += pin_findings(name, value, pin, result)
+    return findings, {"requests": len(pins)}
+
+
+# Headers that name the model that answered (OpenAI's own API sends openai-model).
+MODEL_HEADERS = ("openai-model",)
+
+
+def served_model_findings(
+    result: ChatResult, asked: str, aliases: Sequence[str], attempt: str | None = None
+) -> list[Finding]:
+    """The answer's ``model`` and model header name the model asked for or an alias (pure).
+
+    Ids compare as profiles select them: case-insensitively, by their last ``/`` part.
+    """
+    accepted = {model_key(asked)} | {model_key(alias) for alias in aliases}
+    named = [("$.model", result.model)]
+    named += [(f"header {h}", result.headers.get(h)) for h in MODEL_HEADERS]
+    for where, value in named:
+        if isinstance(value, str) and model_key(value) not in accepted:
+            return [
+                Finding(
+                    "served_model_mismatch",
+                    f"asked for {asked!r}, the answer's {where} is {value!r}, which is "
+                    f"neither that nor an id the model's contract lists for it",
+                    where if where.startswith("$") else None,
+                    expected=asked,
+                    actual=value,
+                    attempt=attempt,
+                )
+            ]
+    return []
+
+
+def _run_served_model(case: Case, ctx: RunContext) -> Graded:
+    served = ctx.profile.settings.get("served_models") if ctx.profile else None
+    if not served:
+        raise _Unsupported("the profile lists no served model ids to compare the answer's with")
+    stream = bool(case.data.get("stream", False))
+    label = "stream" if stream else "non-stream"
+    result = yield Chat(_request(case, ctx), label, stream=stream)
+    if not result.ok:
+        raise _Rejected(result)
+    findings = unreadable_findings(result, label) or served_model_findings(
+        result, ctx.model, served, label
+    )
+    return findings, {"requests": 1}
+
+
 # The checks that are not "send the request, grade the answer" (see _run_answered).
 RUNS: dict[str, Callable[[Case, RunContext], Graded]] = {
     "invalid": _run_invalid,
     "thinking": _run_thinking,
     "sampling_limits": _run_sampling_limits,
+    "sampling_pins": _run_sampling_pins,
+    "served_model": _run_served_model,
 }
 
 

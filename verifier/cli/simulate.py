@@ -52,7 +52,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--profile",
-        metavar="NAME|PATH|NAME:PATH|gguf:PATH",
+        metavar="NAME|hf:ORG/NAME[@REV]|PATH|NAME:PATH|gguf:PATH",
         help="render and count prompts with this model profile, e.g. kimi-k2 (as the plugin's "
         "--profile)",
     )

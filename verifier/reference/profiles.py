@@ -17,7 +17,10 @@ A profile is a folder from the model release. What is found in it:
 profile NAME: the folder's files and settings first, the built-in's for what the folder
 lacks (``kimi-k2:PATH`` gives a folder with only ``tiktoken.model`` Kimi's regex).
 ``--profile gguf:PATH`` reads the template and tokenizer from a GGUF file's metadata
-(:mod:`.gguf`); such a profile states no policies.
+(:mod:`.gguf`); such a profile states no policies. ``--profile hf:ORG/NAME[@REVISION]`` reads
+them from a snapshot of the model's hub repository (:mod:`.hub`), under the contract of the
+built-in profile for that model when there is one; a built-in profile that ships no files
+names its repository (``hub``) and is read the same way.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from jsonschema import exceptions as jsonschema_exceptions
 
 from .. import resources
 from ..errors import ConfigError
-from . import gguf
+from . import gguf, hub
 from .template import ChatTemplate, Rendered, TemplateError
 from .tokenizer import (
     KIMI_PAT_STR,
@@ -54,8 +57,11 @@ NO_PROFILE = "none"
 # --profile gguf:PATH: a GGUF file's metadata.
 GGUF_PREFIX = "gguf:"
 # Built-in defaults by profile name; a folder's verifier-profile.json overrides them.
+# Kimi's tokenizer is remote code in its repositories (tokenization_kimi.py); this is its
+# documented equivalent: the release's tiktoken.model with the regex and reserved ids stated there.
+_KIMI_TOKENIZER = {"tokenizer": {"pat_str": KIMI_PAT_STR, "reserved_special_tokens": 256}}
 BUILTIN: dict[str, dict[str, Any]] = {
-    "kimi-k2": {"tokenizer": {"pat_str": KIMI_PAT_STR, "reserved_special_tokens": 256}},
+    name: _KIMI_TOKENIZER for name in ("kimi-k2", "kimi-k2-thinking", "kimi-k2.5", "kimi-k3")
 }
 
 
@@ -66,14 +72,15 @@ class Policies:
     Args:
         thinking: the request fields that turn reasoning on and off (``{"on": {...},
             "off": {...}}``), or None when the release states no thinking switch.
-        sampling: limits per sampling field (``fixed``, ``min``, ``max``), or None.
+        sampling: limits and pins per sampling field (``min``, ``max``, ``fixed``,
+            ``values``, ``off_policy``), or None.
         images: the image-token rule (``rule``, ``tile``...) and ``max_side``, or None.
         seed_supported: False when the server documents no seed support; None if unstated.
         gate: the gate's thresholds for this model (as in a thresholds TOML), or None.
     """
 
     thinking: Mapping[str, Mapping[str, Any]] | None = None
-    sampling: Mapping[str, Mapping[str, float]] | None = None
+    sampling: Mapping[str, Mapping[str, Any]] | None = None
     images: Mapping[str, Any] | None = None
     seed_supported: bool | None = None
     gate: Mapping[str, Any] | None = None
@@ -94,9 +101,10 @@ class Profile:
         template: the chat template.
         tokenizer: the tokenizer.
         settings: the merged verifier-profile.json settings.
-        builtin: the profile ships with the package (``--profile NAME``).
+        builtin: the profile's contract ships with the package (``--profile NAME``).
         bos_id: the id every prompt begins with, once (a GGUF file's ``add_bos_token``);
             None when the template alone decides.
+        snapshot: the hub commit the files were read from, or None for local files.
     """
 
     name: str
@@ -106,6 +114,7 @@ class Profile:
     settings: Mapping[str, Any]
     builtin: bool = False
     bos_id: int | None = None
+    snapshot: hub.Snapshot | None = None
 
     @property
     def template_digest(self) -> str:
@@ -116,6 +125,19 @@ class Profile:
     def policies(self) -> Policies:
         """The serving policies the release states."""
         return Policies.from_settings(self.settings)
+
+    @property
+    def temperature_pin(self) -> tuple[float, ...] | None:
+        """The temperatures the model's contract allows when it pins them, else None."""
+        pin = (self.policies.sampling or {}).get("temperature") or {}
+        values = [pin["fixed"]] if "fixed" in pin else pin.get("values")
+        return tuple(values) if values else None
+
+    @property
+    def sampled(self) -> bool:
+        """The contract pins temperature above 0: answers are samples, never greedy."""
+        pin = self.temperature_pin
+        return pin is not None and 0 not in pin
 
     @property
     def prompt_tokens_tolerance(self) -> int:
@@ -157,18 +179,34 @@ class Profile:
 
     def describe(self) -> dict[str, Any]:
         """What the scorecard records about the profile."""
-        return {
+        described: dict[str, Any] = {
             "name": self.name,
             "template_sha256": self.template_digest,
             "tokenizer": self.tokenizer.name,
             "tokenizer_sha256": self.tokenizer.digest,
             "builtin": self.builtin,
         }
+        if "version" in self.settings:
+            described["contract_version"] = self.settings["version"]
+        if self.snapshot is not None:
+            described["hub"] = self.snapshot.describe()
+        return described
 
 
 def builtin_names() -> tuple[str, ...]:
     """The names of the built-in profiles, sorted."""
     return tuple(sorted(p.name for p in BUILTIN_DIR.iterdir() if (p / PROFILE_FILE).is_file()))
+
+
+def builtin_contracts() -> dict[str, dict[str, Any]]:
+    """Each built-in profile's settings (its contract), and whether it ships its files."""
+    return {
+        name: {
+            **_read_json(BUILTIN_DIR / name / PROFILE_FILE),
+            "ships_files": _hub_source(BUILTIN_DIR / name) is None,
+        }
+        for name in builtin_names()
+    }
 
 
 def parse_spec(spec: str) -> tuple[str, Path, Path | None]:
@@ -243,7 +281,10 @@ def _template_source(roots: Sequence[Path], settings: Mapping[str, Any]) -> tupl
         candidate = root / (settings.get("template") or "chat_template.jinja")
         if candidate.is_file():
             return candidate.read_text(encoding="utf-8"), str(candidate)
-        config = root / "tokenizer_config.json"
+        # A processor's template (vision models) comes as chat_template.json.
+        config = root / "chat_template.json"
+        if not config.is_file():
+            config = root / "tokenizer_config.json"
         template = _read_json(config).get("chat_template") if config.is_file() else None
         if isinstance(template, list):
             template = next(
@@ -298,7 +339,11 @@ def _tokenizer(
 
 
 def _settings(roots: Sequence[Path], name: str) -> dict[str, Any]:
-    """The built-in defaults, then each root's tokenizer_spec.json and settings, deepest first."""
+    """The built-in defaults, then each root's tokenizer_spec.json and settings, deepest first.
+
+    A folder over a built-in profile inherits its contract, served model ids included: the
+    folder holds the same model's files (a thinking template, a vision projector's rule).
+    """
     settings: dict[str, Any] = dict(BUILTIN.get(name, {}))
     for root in reversed(roots):
         spec_file = root / "tokenizer_spec.json"
@@ -323,9 +368,6 @@ def _settings(roots: Sequence[Path], name: str) -> dict[str, Any]:
                 raise ConfigError(
                     f"--profile: {root / PROFILE_FILE}: {error.json_path}: {error.message}"
                 )
-            # Which models select a profile is the built-in's own fact, not inherited.
-            if root != roots[0]:
-                data = {k: v for k, v in data.items() if k not in ("served_models", "description")}
             settings = _merge(settings, data)
     return settings
 
@@ -339,9 +381,27 @@ def load_profile(spec: str) -> Profile:
     """
     if spec.startswith(GGUF_PREFIX):
         return load_gguf_profile(Path(spec.removeprefix(GGUF_PREFIX)).expanduser())
-    name, root, base = parse_spec(spec)
-    roots = (root,) if base is None or base == root else (root, base)
+    snapshot: hub.Snapshot | None = None
+    contract: str | None = None
+    if spec.startswith(hub.HUB_PREFIX):
+        repo, revision = hub.parse(spec)
+        contract = builtin_for_repo(repo)
+        snapshot = hub.fetch(repo, revision)
+        roots: tuple[Path, ...] = (snapshot.folder,)
+        if contract is not None:
+            roots += (BUILTIN_DIR / contract,)
+        name = contract or repo
+    else:
+        name, root, base = parse_spec(spec)
+        roots = (root,) if base is None or base == root else (root, base)
+        repository = _hub_source(root)
+        if repository is not None:
+            snapshot = hub.fetch(repository["repo"], repository["revision"])
+            roots, contract = (snapshot.folder, root), name
+    root = roots[0]
     settings = _settings(roots, name)
+    if snapshot is not None:
+        _refuse_remote_code(spec, snapshot, settings)
     config_file = _first(roots, "tokenizer_config.json")
     config = _read_json(config_file) if config_file is not None else {}
     variables = {
@@ -367,12 +427,55 @@ def load_profile(spec: str) -> Profile:
             f"--profile: the tokenizer in {root} does not load: "
             f"{type(exc).__name__}: {' '.join(str(exc).split())}"
         ) from None
-    profile = Profile(name, root, template, tokenizer, settings, builtin=root.parent == BUILTIN_DIR)
+    profile = Profile(
+        name,
+        root,
+        template,
+        tokenizer,
+        settings,
+        builtin=root.parent == BUILTIN_DIR or contract is not None,
+        snapshot=snapshot,
+    )
     try:
         profile.prompt_ids([{"role": "user", "content": "Hello"}])
     except TemplateError as exc:
         raise ConfigError(f"--profile: {origin}: {exc}") from None
     return profile
+
+
+def _hub_source(root: Path) -> Mapping[str, str] | None:
+    """The hub repository of a built-in profile that ships no model files, else None."""
+    if root.parent != BUILTIN_DIR or _tokenizer_file((root,), None) is not None:
+        return None
+    source: Mapping[str, str] | None = _read_json(root / PROFILE_FILE).get("hub")
+    return source
+
+
+def _refuse_remote_code(spec: str, snapshot: hub.Snapshot, settings: Mapping[str, Any]) -> None:
+    """A tokenizer that needs the repository's code is an error, unless a built-in knows it.
+
+    Raises:
+        ConfigError: the tokenizer is remote code and no built-in profile states its
+            local equivalent.
+    """
+    needs = hub.remote_code_tokenizer(snapshot.folder)
+    if needs is None or settings.get("tokenizer", {}).get("pat_str"):
+        return
+    raise ConfigError(
+        f"--profile {spec}: the tokenizer is the repository's own code ({needs}, "
+        f"trust_remote_code), which the verifier never runs; give a folder with tokenizer.json, "
+        f"or NAME:PATH over a built-in profile that states its equivalent "
+        f"({', '.join(BUILTIN)})"
+    )
+
+
+def builtin_for_repo(repo: str) -> str | None:
+    """The built-in profile whose ``hub`` repository or ``served_models`` name `repo`, or None."""
+    for name in builtin_names():
+        source = _read_json(BUILTIN_DIR / name / PROFILE_FILE).get("hub") or {}
+        if str(source.get("repo", "")).casefold() == repo.casefold():
+            return name
+    return profile_for_model(repo)
 
 
 def load_gguf_profile(path: Path) -> Profile:
@@ -416,7 +519,7 @@ def load_gguf_profile(path: Path) -> Profile:
     return profile
 
 
-def _model_key(model: str) -> str:
+def model_key(model: str) -> str:
     """How served model ids compare: case-insensitively, by their last ``/`` part."""
     return model.rstrip("/").rpartition("/")[2].casefold()
 
@@ -430,9 +533,9 @@ def profile_for_model(model: str | None) -> str | None:
     """
     if not model:
         return None
-    wanted = _model_key(model)
+    wanted = model_key(model)
     for name in builtin_names():
         served = _read_json(BUILTIN_DIR / name / PROFILE_FILE).get("served_models", [])
-        if any(_model_key(m) == wanted for m in served):
+        if any(model_key(m) == wanted for m in served):
             return name
     return None

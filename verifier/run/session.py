@@ -170,12 +170,23 @@ class VerifierSession:
         self.budget = Budget(self.thresholds) if self.run.budget == "auto" else None
 
     def _choose_profile(self) -> None:
-        """Take the built-in profile of the model the endpoint serves, if there is one."""
+        """Take the built-in profile of the model the endpoint serves, if there is one.
+
+        Raises:
+            ConfigError: that profile's files cannot be had (offline, not in the hub cache):
+                the run stops rather than silently going without the model's contract.
+        """
         caps = self.capabilities
         for served in (caps.served_model, caps.model):
             name = profile_for_model(served)
             if name is not None:
-                self._use_profile(name, f"served model {served}")
+                try:
+                    self._use_profile(name, f"served model {served}")
+                except ConfigError as exc:
+                    raise ConfigError(
+                        f"the endpoint serves {served}, whose built-in profile is {name}: {exc} "
+                        f"(or run without it: --profile none)"
+                    ) from None
                 return
 
     def _prepare(self) -> None:
@@ -202,13 +213,20 @@ class VerifierSession:
         self.run_id = contents.header["run_id"]
         return contents
 
+    def _settings(self) -> dict[str, Any]:
+        """The run's settings, with the temperature its requests really carried."""
+        settings = dict(self.run.settings())
+        if self.profile is not None and self.profile.sampled:
+            settings["temperature"] = None
+        return settings
+
     def _header(self, resumed: JournalContents | None) -> dict[str, Any]:
         """The run's journal header; when resuming, the old one, checked against this run."""
         header = {
             "run_id": self.run_id,
             "started": self.started,
             "verifier_version": __version__,
-            "settings": self.run.settings(),
+            "settings": self._settings(),
             "profile": self._profile_record(),
             "corpus": {"digest": self.corpus.digest, "families": dict(self.corpus.digests)},
             "capabilities": self.capabilities.to_dict(),
@@ -317,6 +335,10 @@ class VerifierSession:
                 f"--profile NAME or PATH, built in: {', '.join(builtin_names())})"
             )
         where = "built in" if profile.builtin else str(profile.root)
+        if profile.snapshot is not None:
+            snapshot = profile.snapshot
+            contract = ", built-in contract" if profile.builtin else ""
+            where = f"hf:{snapshot.repo} at commit {snapshot.commit[:12]}{contract}"
         if self.profile_chosen and self.profile_chosen.startswith("served model "):
             served = self.profile_chosen.removeprefix("served model ")
             return (

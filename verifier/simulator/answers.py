@@ -15,6 +15,7 @@ from .defects import (
     FINISH_REASON_RAW_TOKEN,
     LOGPROBS_INCONSISTENT,
     N_IGNORED,
+    SERVED_MODEL_SUBSTITUTED,
     STREAM_CHUNK_ID_CHANGES,
     STREAM_CONTENT_DIFFERS,
     STREAM_EMPTY_DELTA,
@@ -24,6 +25,7 @@ from .defects import (
     STREAM_NO_USAGE,
     STREAM_ROLE_REPEATED,
     STREAM_USAGE_UNREQUESTED,
+    SUBSTITUTE_MODEL,
     TOOL_CALL_TYPE_WRONG,
     TOOL_NAME_REPEATED_IN_STREAM,
     USAGE_TOTAL_WRONG,
@@ -86,6 +88,13 @@ def logprobs_of(
     return {"content": entries}
 
 
+def answered_model(request: dict[str, Any], defects: Defects) -> str:
+    """The model the answer names: the one asked for, unless another answers instead."""
+    if defects.has(SERVED_MODEL_SUBSTITUTED):
+        return SUBSTITUTE_MODEL
+    return str(request.get("model", MODEL_ID))
+
+
 def call_type(defects: Defects) -> str:
     """The type a tool call is given."""
     return "tool" if defects.has(TOOL_CALL_TYPE_WRONG) else "function"
@@ -112,7 +121,7 @@ def completion_body(
         "id": f"chatcmpl-sim-{number}",
         "object": "chat.completion",
         "created": int(time.time()),
-        "model": request.get("model", MODEL_ID),
+        "model": answered_model(request, defects),
         "system_fingerprint": FINGERPRINT,
         "choices": [
             {
@@ -194,7 +203,7 @@ def stream_events(
         "id": f"chatcmpl-sim-{number}",
         "object": "chat.completion.chunk",
         "created": int(time.time()),
-        "model": request.get("model", MODEL_ID),
+        "model": answered_model(request, defects),
         "system_fingerprint": FINGERPRINT,
     }
     count = choice_count(request, defects)

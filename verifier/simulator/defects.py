@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterable, Mapping
 
 # The longest the fault-timeout fault holds a request before it closes the connection.
 HOLD_SECONDS = 60.0
+# The model a vendor with served-model-substituted answers as.
+SUBSTITUTE_MODEL = "sim-distilled-8b"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -158,6 +160,12 @@ TOOL_DUPLICATE_CALL_IDS = _define(
     "tool_calling",
     "gives parallel calls one shared id, and a single call an empty id",
 )
+TOOL_CALL_ID_FORMAT = _define(
+    "tool-call-id-format",
+    "tool_calling",
+    "gives tool calls OpenAI-style call_ ids where the model's contract documents its own "
+    "format (needs a profile that states tool_call_id)",
+)
 TOOL_CALL_TYPE_WRONG = _define(
     "tool-call-type-wrong",
     "tool_calling",
@@ -248,6 +256,23 @@ SAMPLING_LIMITS_IGNORED = _define(
     "sampling-limits-ignored",
     "wire",
     "accepts sampling values outside the profile's limits (needs --profile)",
+)
+SAMPLING_PINS_IGNORED = _define(
+    "sampling-pins-ignored",
+    "wire",
+    "accepts values other than the sampling values the model's contract pins, where the "
+    "lab's API rejects them (needs a profile that pins one)",
+)
+SAMPLING_PINS_REFUSED = _define(
+    "sampling-pins-refused",
+    "wire",
+    "refuses values other than the pinned ones, where the lab's API accepts them and uses "
+    "the pin (needs a profile with a coerced pin)",
+)
+SERVED_MODEL_SUBSTITUTED = _define(
+    "served-model-substituted",
+    "wire",
+    f"answers as another model: every answer's model is {SUBSTITUTE_MODEL!r}",
 )
 
 # chat_template

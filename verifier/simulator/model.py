@@ -30,6 +30,7 @@ from .defects import (
     THINKING_IGNORED,
     TOOL_ARGS_NOT_JSON,
     TOOL_ARGS_VIOLATE_SCHEMA,
+    TOOL_CALL_ID_FORMAT,
     TOOL_CHOICE_NAMED_IGNORED,
     TOOL_CHOICE_NONE_IGNORED,
     TOOL_CHOICE_REQUIRED_IGNORED,
@@ -142,6 +143,7 @@ class ToyPath:
     def __init__(self, defects: Defects) -> None:
         self.defects = defects
         self.eyes = Eyes(defects)
+        self.named_call_ids = False
 
     def prompt_tokens(self, request: dict[str, Any]) -> int:
         """Prompt tokens under the toy template, and the images'."""
@@ -164,6 +166,8 @@ class Path(Protocol):
     """How the vendor counts: the toy path, or a profile's (simulator/prompt.py)."""
 
     eyes: Eyes
+    # Tool-call ids as Kimi's contract documents them (functions.NAME:IDX), not call_N_I.
+    named_call_ids: bool
 
     def prompt_tokens(self, request: dict[str, Any]) -> int:
         """usage.prompt_tokens of a request."""
@@ -181,8 +185,9 @@ REASONING = "The user wants a short answer; a greeting will do."
 def wants_thinking(request: dict[str, Any]) -> bool:
     """The request turns reasoning on in one of the dialects vendors use."""
     kwargs = request.get("chat_template_kwargs")
-    if isinstance(kwargs, dict) and isinstance(kwargs.get("thinking"), bool):
-        return bool(kwargs["thinking"])
+    for key in ("thinking", "enable_thinking"):
+        if isinstance(kwargs, dict) and isinstance(kwargs.get(key), bool):
+            return bool(kwargs[key])
     thinking = request.get("thinking")
     if isinstance(thinking, dict) and thinking.get("type") in ("enabled", "disabled"):
         return thinking["type"] == "enabled"
@@ -319,12 +324,27 @@ def _violate(arguments: Any, parameters: Any) -> Any:
     return {**(arguments if isinstance(arguments, dict) else {}), "unexpected_property": True}
 
 
+def _earlier_calls(request: dict[str, Any]) -> int:
+    """How many tool calls the conversation's assistant messages already made."""
+    return sum(
+        len(m.get("tool_calls") or [])
+        for m in request.get("messages", [])
+        if isinstance(m, dict) and m.get("role") == "assistant"
+    )
+
+
 def tool_calls_for(
-    request: dict[str, Any], defects: Defects, number: int
+    request: dict[str, Any], defects: Defects, number: int, named_ids: bool = False
 ) -> tuple[list[ToolCall], list[ToolCall] | None]:
-    """The calls as sent, with tool defects applied; and the streamed version when it differs."""
+    """The calls as sent, with tool defects applied; and the streamed version when it differs.
+
+    With `named_ids` the ids are Kimi's ``functions.NAME:IDX`` (IDX counts the conversation's
+    calls), else OpenAI-style ``call_`` ids.
+    """
     tools = _tools_of(request)
     calls = choose_calls(request, defects)
+    named_ids = named_ids and not defects.has(TOOL_CALL_ID_FORMAT)
+    earlier = _earlier_calls(request) if named_ids else 0
     sent: list[ToolCall] = []
     streamed: list[ToolCall] = []
     for index, call in enumerate(calls):
@@ -338,9 +358,10 @@ def tool_calls_for(
             text = text[:-1]
         if defects.has(TOOL_UNKNOWN_NAME):
             name = f"{name}_v2"
-        call_id = f"call_{number}_{index}"
+        call_id = f"functions.{name}:{earlier + index}" if named_ids else f"call_{number}_{index}"
         if defects.has(TOOL_DUPLICATE_CALL_IDS):
-            call_id = "call_dup" if len(calls) > 1 else ""
+            shared = f"functions.{name}:{earlier}" if named_ids else "call_dup"
+            call_id = shared if len(calls) > 1 else ""
         sent.append(ToolCall(call_id, name, text))
         if defects.has(TOOL_STREAM_ARGS_DIFFER):
             streamed_arguments = _vary(arguments, tools.get(name, {}), "streamed", 1)
@@ -373,7 +394,7 @@ def respond(
 ) -> Reply:
     """The model's reply to a (valid) chat-completions request (`number` orders the requests)."""
     path = path or ToyPath(defects)
-    calls, streamed = tool_calls_for(request, defects, number)
+    calls, streamed = tool_calls_for(request, defects, number, path.named_call_ids)
     if calls:
         tokens = tokenize(kimi_markup(calls)) if defects.has(TOOL_MARKERS_IN_CONTENT) else []
         finish = "stop" if defects.has(TOOL_FINISH_REASON_STOP) else "tool_calls"

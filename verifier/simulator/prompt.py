@@ -84,6 +84,9 @@ class PromptPath:
         self.profile = profile
         self.defects = defects
         self.eyes = Eyes(defects, profile.policies.images)
+        self.named_call_ids = bool(
+            (profile.settings.get("tool_call_id") or {}).get("names_function")
+        )
         if defects.has(TOKENIZER_OLD_VOCAB) and not isinstance(
             profile.tokenizer, TiktokenTokenizer
         ):

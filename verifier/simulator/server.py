@@ -40,7 +40,6 @@ from .defects import (
     INVALID_REQUEST_200,
     INVALID_REQUEST_500,
     INVALID_REQUEST_HANG,
-    SAMPLING_LIMITS_IGNORED,
     TOKENIZE_ENDPOINT_DISAGREES,
     VISION_INVALID_IMAGE_500,
     Defect,
@@ -49,7 +48,7 @@ from .defects import (
 from .faults import InFlight, choose_fault
 from .model import MODEL_ID, Path, ToyPath, respond
 from .prompt import PromptPath
-from .validation import Policy, Rejection, request_problem
+from .validation import Policy, Rejection, request_problem, sampling_enforced
 
 # What fault-garbage answers: a proxy's error page, sent as if it were the JSON answer.
 GARBAGE = (
@@ -109,10 +108,9 @@ class SimulatorServer(ThreadingHTTPServer):
         self.api_key = api_key
         self.profile = profile
         self.tokenizer_api = tokenizer_api if profile else "none"
-        limits = (profile.policies.sampling or {}) if profile else {}
         images = (profile.policies.images or {}) if profile else {}
         self.policy = Policy(
-            sampling={} if defects.has(SAMPLING_LIMITS_IGNORED) else limits,
+            sampling=sampling_enforced(profile, defects),
             vision=vision,
             max_side=int(images.get("max_side", 4096)),
             model=served_model,

@@ -16,6 +16,8 @@ from jsonschema.exceptions import SchemaError
 from PIL import Image
 
 from ..reference.images import decode_data_url
+from ..reference.profiles import Profile
+from .defects import SAMPLING_LIMITS_IGNORED, SAMPLING_PINS_IGNORED, SAMPLING_PINS_REFUSED, Defects
 from .model import MODEL_ID
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
@@ -151,13 +153,32 @@ def _messages_problem(messages: Any) -> str | None:
     return None
 
 
+def sampling_enforced(profile: Profile | None, defects: Defects) -> dict[str, Any]:
+    """The profile's sampling limits and pins as the vendor enforces them, defects applied."""
+    enforced: dict[str, Any] = {}
+    for name, limit in ((profile.policies.sampling or {}) if profile else {}).items():
+        kept: dict[str, Any] = dict(limit)
+        if defects.has(SAMPLING_LIMITS_IGNORED):
+            kept = {k: v for k, v in kept.items() if k not in ("min", "max")}
+        if defects.has(SAMPLING_PINS_IGNORED):
+            kept = {k: v for k, v in kept.items() if k not in ("fixed", "values")}
+        if defects.has(SAMPLING_PINS_REFUSED):
+            kept["off_policy"] = "reject"
+        enforced[name] = kept
+    return enforced
+
+
 def _sampling_problem(request: Mapping[str, Any], limits: Mapping[str, Any]) -> str | None:
     for name, limit in limits.items():
         value = request.get(name)
         if not isinstance(value, int | float) or isinstance(value, bool):
             continue
-        if "fixed" in limit and value != limit["fixed"]:
-            return f"{name} is fixed at {limit['fixed']} for this model, given {value}"
+        pinned = [limit["fixed"]] if "fixed" in limit else limit.get("values")
+        # A coerced pin is accepted: the vendor uses the pinned value instead.
+        if pinned and value not in pinned and limit.get("off_policy", "reject") == "reject":
+            return (
+                f"{name} is fixed at {' or '.join(map(str, pinned))} for this model, given {value}"
+            )
         if value < limit.get("min", value) or value > limit.get("max", value):
             return f"{name} must be within [{limit.get('min')}, {limit.get('max')}], given {value}"
     return None

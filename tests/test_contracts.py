@@ -1,0 +1,149 @@
+"""The built-in model contracts: each loads, validates, cites a source for every fact, and its
+checks pass a vendor that honours it and fail one that does not, with exactly their codes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import VerifierRun
+from tests.hubcache import KIMI_DIR, KIMI_FILES
+from verifier import resources
+from verifier.cases.corpus import load_corpus
+from verifier.reference.profiles import (
+    BUILTIN_DIR,
+    PROFILE_FILE,
+    builtin_names,
+    model_key,
+    profile_for_model,
+)
+from verifier.simulator.process import SimulatorProcess
+
+CONTRACTS = builtin_names()
+# Keys of a profile file that are about the file, not facts about the model.
+NOT_FACTS = {"description", "version", "sources", "cites"}
+# The wire checks a contract drives, and what each needs the contract to state.
+CONTRACT_CHECKS = {
+    "served_model": lambda c: bool(c.get("served_models")),
+    "sampling_pins": lambda c: any(
+        "fixed" in p or "values" in p for p in c.get("sampling", {}).values()
+    ),
+    "sampling_limits": lambda c: any(
+        "min" in p or "max" in p for p in c.get("sampling", {}).values()
+    ),
+    "thinking": lambda c: "thinking" in c,
+}
+# A vendor that answers as another model, accepts every sampling value and never reasons:
+# the codes each contract's checks give for it, written out (not derived from the files).
+DEFECTS = ("served-model-substituted", "sampling-pins-ignored", "thinking-ignored")
+CODES = {
+    "deepseek-v3.2": {"served_model_mismatch", "thinking_not_honoured"},
+    "deepseek-v4": {"served_model_mismatch", "thinking_not_honoured"},
+    "glm-4.5": {"served_model_mismatch", "thinking_not_honoured"},
+    "gpt-oss": {"served_model_mismatch"},
+    "kimi-k2": {"served_model_mismatch"},
+    "kimi-k2-thinking": {"served_model_mismatch"},
+    "kimi-k2.5": {"served_model_mismatch", "sampling_pin_violated", "thinking_not_honoured"},
+    "kimi-k3": {"served_model_mismatch", "sampling_pin_violated"},
+    "qwen3": {"served_model_mismatch", "thinking_not_honoured"},
+}
+WIRE = load_corpus(["wire"]).cases
+
+
+def contract(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((BUILTIN_DIR / name / PROFILE_FILE).read_text())
+    return data
+
+
+def test_every_contract_has_its_codes_written_out() -> None:
+    assert set(CODES) == set(CONTRACTS)
+
+
+@pytest.mark.parametrize("name", CONTRACTS)
+def test_contract_validates_and_cites_every_fact(name: str) -> None:
+    data = contract(name)
+    assert list(resources.validator("profile").iter_errors(data)) == []
+    assert data["version"] and data["hub"]["repo"] and data["served_models"]
+    facts = set(data) - NOT_FACTS
+    assert facts <= set(data["cites"]), f"facts without a source: {facts - set(data['cites'])}"
+    cited = {source for ids in data["cites"].values() for source in ids}
+    assert cited <= set(data["sources"]), f"cited but not listed: {cited - set(data['sources'])}"
+    assert set(data["sources"]) <= cited, "a source that no fact cites"
+
+
+def test_served_ids_select_exactly_their_contract() -> None:
+    owners: dict[str, str] = {}
+    for name in CONTRACTS:
+        for served in contract(name)["served_models"]:
+            assert owners.setdefault(model_key(served), name) == name, served
+            assert profile_for_model(served) == name
+            assert profile_for_model(f"accounts/vendor/models/{served.upper()}") == name
+
+
+def test_a_contract_is_listed_with_its_sources() -> None:
+    shown = subprocess.run(
+        [sys.executable, "-m", "verifier", "profiles"], capture_output=True, text=True, check=False
+    )
+    assert shown.returncode == 0, shown.stderr
+    for name in CONTRACTS:
+        data = contract(name)
+        assert name in shown.stdout
+        assert data["version"] in shown.stdout
+        for source in data["sources"].values():
+            assert source["url"] in shown.stdout
+
+
+@pytest.fixture(scope="module")
+def stand_in(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Model files for the contracts' checks, which read no file: Kimi's, in a plain folder.
+
+    The wire checks a contract drives compare answers with the contract (model ids, sampling
+    pins, the thinking switch); the template and tokenizer only count usage, the same way on
+    both sides. Only Kimi's files are at hand offline, so every contract borrows them.
+    """
+    folder = tmp_path_factory.mktemp("stand-in")
+    for name in (*KIMI_FILES, "tokenizer_spec.json"):
+        shutil.copy(KIMI_DIR / name, folder / name)
+    return folder
+
+
+def wire_codes(run: VerifierRun) -> tuple[set[str], dict[str, str]]:
+    assert list(resources.validator("scorecard").iter_errors(run.scorecard)) == []
+    family = run.scorecard["families"]["wire"]
+    outcomes = {k.split("/", 1)[1]: v["status"] for k, v in run.outcomes().items()}
+    return set(family["codes"]), outcomes
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", CONTRACTS)
+def test_contract_checks_pass_an_honouring_vendor_and_fail_a_defective_one(
+    name: str, stand_in: Path, run_verifier: Callable[..., VerifierRun]
+) -> None:
+    profile = f"{name}:{stand_in}"
+    data = contract(name)
+    applies = {check for check, needs in CONTRACT_CHECKS.items() if needs(data)}
+    runs = {}
+    for label, defects in (("clean", ()), ("defective", DEFECTS)):
+        vendor = SimulatorProcess(
+            ["--profile", profile, *(a for d in defects for a in ("--defect", d))]
+        )
+        try:
+            runs[label] = run_verifier(vendor.url, "--profile", profile, "--families", "wire")
+        finally:
+            vendor.stop()
+    codes, outcomes = wire_codes(runs["clean"])
+    assert codes == set(), runs["clean"].stdout[-3000:]
+    for case in WIRE:
+        if case.data["check"] in CONTRACT_CHECKS:
+            expected = "pass" if case.data["check"] in applies else "unsupported"
+            assert outcomes[case.id] == expected, case.id
+    assert runs["clean"].scorecard["profile"]["contract_version"] == data["version"]
+    codes, _ = wire_codes(runs["defective"])
+    assert codes == CODES[name], runs["defective"].stdout[-3000:]

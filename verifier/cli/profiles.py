@@ -1,0 +1,36 @@
+"""``verifier profiles``: list the built-in model profiles, their contracts and sources."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..reference.profiles import builtin_contracts
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register the subcommand."""
+    parser = commands.add_parser(
+        "profiles",
+        help="list the built-in model profiles (--profile NAME): each model's contract, the "
+        "hub repository of its files, and the documents its facts come from",
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print each built-in profile: name, contract version, files, facts and their sources."""
+    for name, contract in builtin_contracts().items():
+        hub = contract.get("hub") or {}
+        files = "shipped with the verifier" if contract["ships_files"] else "fetched on first use"
+        sys.stdout.write(
+            f"{name}  (contract {contract.get('version', 'unversioned')})\n"
+            f"  {contract.get('description', '')}\n"
+            f"  files: hf:{hub.get('repo')}@{hub.get('revision')}, {files}\n"
+            f"  served as: {', '.join(contract.get('served_models', []))}\n"
+        )
+        for fact, sources in sorted((contract.get("cites") or {}).items()):
+            sys.stdout.write(f"  {fact}: {', '.join(sources)}\n")
+        for source, where in sorted((contract.get("sources") or {}).items()):
+            sys.stdout.write(f"    [{source}] {where['url']} ({where['what']})\n")
+    return 0
