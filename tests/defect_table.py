@@ -182,6 +182,7 @@ ROWS: tuple[Row, ...] = (
     ),
     _row("template-reasoning-in-content", chat_template={"reasoning_in_content"}),
     _row("template-continues-final-assistant", chat_template={"assistant_prefill"}),
+    _row("partial-prefill-ignored", profile="small", chat_template={"partial_prefill_ignored"}),
     _row("prompt-tokens-skew:+3", chat_template={"prompt_tokens_skew"}),
     _row("tokenizer-nfkc-normalises-input", tokenizer={"input_normalised"}),
     _row(

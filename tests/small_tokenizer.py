@@ -40,6 +40,7 @@ POLICIES = {
         "presence_penalty": {"fixed": 0, "off_policy": "coerce"},
     },
     "served_models": ["small-test-model"],
+    "features": {"partial_prefill": True},
     "seed_supported": True,
     "images": {
         "rule": "kimi-k25",

@@ -29,8 +29,10 @@ from verifier.simulator.process import SimulatorProcess
 CONTRACTS = builtin_names()
 # Keys of a profile file that are about the file, not facts about the model.
 NOT_FACTS = {"description", "version", "sources", "cites"}
-# The wire checks a contract drives, and what each needs the contract to state.
+# The checks a contract drives (wire checks, the chat_template partial probe), and what each
+# needs the contract to state.
 CONTRACT_CHECKS = {
+    "partial": lambda c: bool(c.get("features", {}).get("partial_prefill")),
     "served_model": lambda c: bool(c.get("served_models")),
     "sampling_pins": lambda c: any(
         "fixed" in p or "values" in p for p in c.get("sampling", {}).values()
@@ -40,9 +42,15 @@ CONTRACT_CHECKS = {
     ),
     "thinking": lambda c: "thinking" in c,
 }
-# A vendor that answers as another model, accepts every sampling value and never reasons:
-# the codes each contract's checks give for it, written out (not derived from the files).
-DEFECTS = ("served-model-substituted", "sampling-pins-ignored", "thinking-ignored")
+# A vendor that answers as another model, accepts every sampling value, never reasons and
+# answers a partial message instead of continuing it: the codes each contract's checks give
+# for it, written out (not derived from the files).
+DEFECTS = (
+    "served-model-substituted",
+    "sampling-pins-ignored",
+    "thinking-ignored",
+    "partial-prefill-ignored",
+)
 CODES = {
     "deepseek-v3.2": {"served_model_mismatch", "thinking_not_honoured"},
     "deepseek-v4": {"served_model_mismatch", "thinking_not_honoured"},
@@ -50,11 +58,17 @@ CODES = {
     "gpt-oss": {"served_model_mismatch"},
     "kimi-k2": {"served_model_mismatch"},
     "kimi-k2-thinking": {"served_model_mismatch"},
-    "kimi-k2.5": {"served_model_mismatch", "sampling_pin_violated", "thinking_not_honoured"},
+    "kimi-k2.5": {
+        "served_model_mismatch",
+        "sampling_pin_violated",
+        "thinking_not_honoured",
+        "partial_prefill_ignored",
+    },
     "kimi-k3": {"served_model_mismatch", "sampling_pin_violated"},
     "qwen3": {"served_model_mismatch", "thinking_not_honoured"},
 }
-WIRE = load_corpus(["wire"]).cases
+FAMILIES = ("wire", "chat_template")
+CASES = load_corpus(list(FAMILIES)).cases
 
 
 def contract(name: str) -> dict[str, Any]:
@@ -114,11 +128,17 @@ def stand_in(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def wire_codes(run: VerifierRun) -> tuple[set[str], dict[str, str]]:
+def graded(run: VerifierRun) -> tuple[set[str], dict[str, str]]:
+    """The codes of the run's families, and each case's status."""
     assert list(resources.validator("scorecard").iter_errors(run.scorecard)) == []
-    family = run.scorecard["families"]["wire"]
+    families = run.scorecard["families"]
+    codes = {code for family in families.values() for code in family["codes"]}
     outcomes = {k.split("/", 1)[1]: v["status"] for k, v in run.outcomes().items()}
-    return set(family["codes"]), outcomes
+    return codes, outcomes
+
+
+def check_of(case: Any) -> str:
+    return str(case.data.get("check") or case.data.get("probe"))
 
 
 @pytest.mark.slow
@@ -135,15 +155,17 @@ def test_contract_checks_pass_an_honouring_vendor_and_fail_a_defective_one(
             ["--profile", profile, *(a for d in defects for a in ("--defect", d))]
         )
         try:
-            runs[label] = run_verifier(vendor.url, "--profile", profile, "--families", "wire")
+            runs[label] = run_verifier(
+                vendor.url, "--profile", profile, "--families", ",".join(FAMILIES)
+            )
         finally:
             vendor.stop()
-    codes, outcomes = wire_codes(runs["clean"])
+    codes, outcomes = graded(runs["clean"])
     assert codes == set(), runs["clean"].stdout[-3000:]
-    for case in WIRE:
-        if case.data["check"] in CONTRACT_CHECKS:
-            expected = "pass" if case.data["check"] in applies else "unsupported"
+    for case in CASES:
+        if check_of(case) in CONTRACT_CHECKS:
+            expected = "pass" if check_of(case) in applies else "unsupported"
             assert outcomes[case.id] == expected, case.id
     assert runs["clean"].scorecard["profile"]["contract_version"] == data["version"]
-    codes, _ = wire_codes(runs["defective"])
+    codes, _ = graded(runs["defective"])
     assert codes == CODES[name], runs["defective"].stdout[-3000:]

@@ -17,6 +17,8 @@ Run = Callable[..., VerifierRun]
 Start = Callable[..., str]
 KIMI = "kimi-k2"
 TEMPLATE_CASES = len(load_corpus(["chat_template"]).cases)
+# Kimi K2 Instruct's contract documents no partial mode: the partial probe does not apply.
+PARTIAL = sum(c.data["probe"] == "partial" for c in load_corpus(["chat_template"]).cases)
 TOKENIZER = load_corpus(["tokenizer"]).cases
 ROUND_TRIPS = sum(c.data.get("check") == "detokenize" for c in TOKENIZER)
 
@@ -34,7 +36,12 @@ def test_clean_vendor_agrees_token_for_token(simulator: Start, run_verifier: Run
     run = fidelity_run(run_verifier, simulator("--profile", KIMI, "--tokenizer-api", api), KIMI)
     assert run.returncode == 0, run.stdout[-3000:]
     template, tokenizer = run.family("chat_template"), run.family("tokenizer")
-    assert template["counts"] == {"pass": TEMPLATE_CASES, "fail": 0, "error": 0, "unsupported": 0}
+    assert template["counts"] == {
+        "pass": TEMPLATE_CASES - PARTIAL,
+        "fail": 0,
+        "error": 0,
+        "unsupported": PARTIAL,
+    }
     assert template["metrics"]["constant_offset"] == 0
     unsupported = ROUND_TRIPS if api == "none" else 0
     assert tokenizer["counts"] == {

@@ -91,13 +91,14 @@ def test_the_main_command_grades_every_family_and_passes(tmp_path: Path) -> None
         ("structured_output", "tool_calling", "chat_template", "tokenizer", "vision", "wire"),
         "pass",
     )
-    # No case is unsupported for lack of a profile: the five left ask for policies Kimi K2
-    # Instruct's contract does not state (it has no thinking switch, no documented sampling
-    # limits nor pins, no image size limit).
+    # No case is unsupported for lack of a profile: the six left ask for policies Kimi K2
+    # Instruct's contract does not state (it has no partial mode, no thinking switch, no
+    # documented sampling limits nor pins, no image size limit).
     journal = (tmp_path / "verifier-out" / "journal.jsonl").read_text().splitlines()
     outcomes = [json.loads(line)["outcome"] for line in journal if '"outcome"' in line]
     unsupported = [o["message"] for o in outcomes if o["status"] == "unsupported"]
     assert sorted(unsupported) == [
+        "unsupported: the model's contract documents no partial mode",
         "unsupported: the profile declares no sampling limits",
         "unsupported: the profile declares no thinking dialect",
         "unsupported: the profile declares no thinking dialect",

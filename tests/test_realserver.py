@@ -270,7 +270,14 @@ def test_chat_template_fidelity(realserver_run: SuiteRun, name: str) -> None:
     outcomes = {
         k.split("/", 1)[1]: v for k, v in run.outcomes().items() if k.startswith("chat_template/")
     }
-    failed = {case_id: o["code"] for case_id, o in outcomes.items() if o["status"] != "pass"}
+    # Kimi K2 Instruct's contract documents no partial mode: that probe does not apply.
+    partial = {c.id for c in TEMPLATE_CASES if c.data["probe"] == "partial"}
+    assert {outcomes[c]["status"] for c in partial} == {"unsupported"}
+    failed = {
+        case_id: o["code"]
+        for case_id, o in outcomes.items()
+        if o["status"] != "pass" and case_id not in partial
+    }
     expected = {
         c.id: "special_token_injection"
         for c in TEMPLATE_CASES

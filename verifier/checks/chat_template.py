@@ -15,7 +15,10 @@ rendered text are gathered too, and a cause is named only when the evidence
 singles it out (see :mod:`.renderings`): ``special_token_injection``,
 ``system_dropped``, ``system_merged``, ``generation_prompt_missing``,
 ``double_bos``, ``reasoning_history_dropped``, ``reasoning_in_content``,
-``input_normalised``, ``tools_rendered_differently``, ``assistant_prefill``.
+``input_normalised``, ``tools_rendered_differently``, ``assistant_prefill``,
+``partial_prefill_ignored`` (a final assistant message marked ``partial: true`` answered
+instead of continued, where the model's contract documents partial mode; without that, the
+``partial`` probe is unsupported).
 Otherwise the code says what was observed: ``prompt_tokens_skew`` (every count off
 by the same amount while the difference, or the ids, agree),
 ``tools_rendered_differently`` (the baseline agrees and adding the tools does
@@ -310,6 +313,10 @@ def run(case: Case, ctx: RunContext) -> Exchange:
     profile = ctx.profile
     if profile is None:
         return unsupported("needs a reference profile (--profile)", {})
+    if case.data["probe"] == "partial" and not profile.settings.get("features", {}).get(
+        "partial_prefill"
+    ):
+        return unsupported("the model's contract documents no partial mode", {})
     conversations = _conversations(case)
     counted = yield from _counts(ctx, profile, conversations)
     if isinstance(counted, Outcome):

@@ -8,7 +8,9 @@ the first user message (``system_merged``), no generation prompt
 the history (``reasoning_history_dropped``) or moved into the content
 (``reasoning_in_content``), the text NFKC-normalised (``input_normalised``), tool
 declarations without their descriptions or left out (``tools_rendered_differently``), a
-final assistant message continued instead of answered (``assistant_prefill``).
+final assistant message continued instead of answered (``assistant_prefill``), a final
+assistant message marked ``partial: true`` (Moonshot's partial mode) answered instead of
+continued (``partial_prefill_ignored``).
 
 A cause is named only when the evidence singles it out: the hypothesis must explain every
 observation of the case (each conversation's ``usage.prompt_tokens``, and the endpoint's
@@ -75,15 +77,36 @@ def _prompt(profile: Profile, rendered: Rendered, *, all_special: bool = False) 
     return Prompt(tuple(ids), rendered.text)
 
 
+def partial(messages: Messages) -> bool:
+    """The conversation ends with an assistant message to continue (``partial: true``)."""
+    return (
+        bool(messages)
+        and messages[-1].get("role") == "assistant"
+        and bool(messages[-1].get("partial"))
+    )
+
+
+def _text(profile: Profile, messages: Messages, tools: Tools) -> Rendered:
+    """The prompt text a correct server renders (a partial final message continued)."""
+    if partial(messages):
+        continued = profile.render_continued(messages, tools)
+        if continued is not None:
+            return continued
+    return profile.render(messages, tools)
+
+
 def reference(profile: Profile, conversation: Conversation) -> Prompt:
-    """The prompt a correct server builds."""
-    return _prompt(profile, profile.render(conversation.messages, conversation.tools))
+    """The prompt a correct server builds (a partial final message continued, not answered)."""
+    return _prompt(profile, _text(profile, conversation.messages, conversation.tools))
 
 
 def _rendered(
     profile: Profile, messages: Messages, tools: Tools, *, generation: bool = True
 ) -> Prompt:
-    return _prompt(profile, profile.render(messages, tools, add_generation_prompt=generation))
+    """The prompt of `messages` with one thing wrong, the rest as a correct server builds it."""
+    if generation:
+        return _prompt(profile, _text(profile, messages, tools))
+    return _prompt(profile, profile.render(messages, tools, add_generation_prompt=False))
 
 
 def _texts(message: Mapping[str, Any], change: Callable[[str], str]) -> dict[str, Any]:
@@ -102,7 +125,7 @@ def _texts(message: Mapping[str, Any], change: Callable[[str], str]) -> dict[str
 
 
 def _special_token_injection(p: Profile, m: Messages, t: Tools) -> list[Prompt]:
-    return [_prompt(p, p.render(m, t), all_special=True)]
+    return [_prompt(p, _text(p, m, t), all_special=True)]
 
 
 def _system_dropped(p: Profile, m: Messages, t: Tools) -> list[Prompt]:
@@ -171,18 +194,20 @@ def _assistant_prefill(p: Profile, m: Messages, t: Tools) -> list[Prompt]:
     """
     if not m or m[-1].get("role") != "assistant" or not isinstance(m[-1].get("content"), str):
         return []
-    final = m[-1]["content"].strip()
-    whole = p.render(m, t, add_generation_prompt=False)
-    prompts = []
-    if final and final in whole.text:
-        end = whole.text.rindex(final) + len(final)
-        spans = tuple(s for s in whole.spans if s[1] <= end)
-        prompts.append(_prompt(p, Rendered(whole.text[:end], spans)))
+    if partial(m):
+        return []  # continuing it is what was asked for: the reference
+    continued = p.render_continued(m, t)
+    prompts = [] if continued is None else [_prompt(p, continued)]
     before = p.render(m[:-1], t)
     text = m[-1]["content"]
     cut = Rendered(before.text + text, (*before.spans, (len(before.text), len(before.text + text))))
     prompts.append(_prompt(p, cut))
     return prompts
+
+
+def _partial_prefill_ignored(p: Profile, m: Messages, t: Tools) -> list[Prompt]:
+    """A partial final assistant message answered as a closed turn, with a new one opened."""
+    return [_prompt(p, p.render(m, t))] if partial(m) else []
 
 
 Hypothesis = Callable[["Profile", Messages, Tools], list[Prompt]]
@@ -198,6 +223,7 @@ HYPOTHESES: dict[str, Hypothesis] = {
     "input_normalised": _input_normalised,
     "tools_rendered_differently": _tools_rendered_differently,
     "assistant_prefill": _assistant_prefill,
+    "partial_prefill_ignored": _partial_prefill_ignored,
 }
 
 

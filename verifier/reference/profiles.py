@@ -159,6 +159,27 @@ class Profile:
             protect=tuple(self.tokenizer.special_tokens),
         )
 
+    def render_continued(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> Rendered | None:
+        """The conversation with its final assistant message left open to be continued.
+
+        As Hugging Face's ``continue_final_message`` builds it: the whole conversation
+        rendered, cut after the final message's text. None when the last message is not an
+        assistant message with text, or the template does not write that text.
+        """
+        final = messages[-1] if messages else {}
+        content = final.get("content")
+        if final.get("role") != "assistant" or not isinstance(content, str) or not content.strip():
+            return None
+        whole = self.render(messages, tools, add_generation_prompt=False)
+        if content.strip() not in whole.text:
+            return None
+        end = whole.text.rindex(content.strip()) + len(content.strip())
+        return Rendered(whole.text[:end], tuple(s for s in whole.spans if s[1] <= end))
+
     def encode(self, rendered: Rendered) -> list[int]:
         """Ids of a rendered prompt, with user-written special-token text kept ordinary."""
         ids = encode_prompt(self.tokenizer, rendered.text, rendered.spans)

@@ -276,6 +276,12 @@ SERVED_MODEL_SUBSTITUTED = _define(
 )
 
 # chat_template
+PARTIAL_PREFILL_IGNORED = _define(
+    "partial-prefill-ignored",
+    "chat_template",
+    "answers a final assistant message marked partial: true as a closed turn instead of "
+    "continuing it (needs a profile whose contract documents partial mode)",
+)
 TEMPLATE_DROPS_SYSTEM = _define(
     "template-drops-system",
     "chat_template",

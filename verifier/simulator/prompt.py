@@ -22,6 +22,7 @@ from ..reference.template import Rendered
 from ..reference.tokenizer import TiktokenTokenizer, Tokenizer, encode_all_special, encode_prompt
 from .defects import (
     MAX_TOKENS_NOT_HONOURED,
+    PARTIAL_PREFILL_IGNORED,
     PROMPT_TOKENS_SKEW,
     TEMPLATE_CONTINUES_FINAL_ASSISTANT,
     TEMPLATE_DOUBLE_BOS,
@@ -134,6 +135,16 @@ class PromptPath:
         if self.defects.has(TEMPLATE_NO_GENERATION_PROMPT):
             add_generation_prompt = False
         final = messages[-1] if messages else {}
+        if (
+            final.get("role") == "assistant"
+            and final.get("partial")
+            and self.profile.settings.get("features", {}).get("partial_prefill")
+            and not self.defects.has(PARTIAL_PREFILL_IGNORED)
+        ):
+            # The model's partial mode: its final message continued, not answered.
+            continued = self.profile.render_continued(messages, tools)
+            if continued is not None:
+                return continued
         if (
             self.defects.has(TEMPLATE_CONTINUES_FINAL_ASSISTANT)
             and final.get("role") == "assistant"
