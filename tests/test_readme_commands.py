@@ -22,7 +22,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, child_env
+from tests.hubcache import commit_of, kimi_files, populate
 from tests.server_process import free_port
+from verifier.config import FAMILY_NAMES
+from verifier.reference.profiles import builtin_names
 from verifier.simulator.process import SimulatorProcess
 
 pytestmark = pytest.mark.slow
@@ -39,6 +42,11 @@ SIGNED = "pytest --endpoint URL --sign-key signer.key"
 VERIFY = (
     "verifier verify verifier-out/scorecard.dsse.json --key signer.key.pub "
     "--transcript verifier-out/transcript.jsonl"
+)
+PROFILES = "verifier profiles"
+HUB = (
+    "HF_HUB_OFFLINE=1 pytest --endpoint http://127.0.0.1:8000 "
+    "--profile hf:moonshotai/Kimi-K2-Instruct@COMMIT"
 )
 COMPARE = (
     "verifier compare --key signer.key.pub --html comparison.html \\\n"
@@ -76,7 +84,7 @@ def shell(command: str, cwd: Path, timeout: float = 600) -> subprocess.Completed
 
 
 def test_the_readme_still_shows_these_commands() -> None:
-    for command in (SET_UP + MAIN, DEMO, KEYGEN, SIGNED, VERIFY, COMPARE):
+    for command in (SET_UP + MAIN, DEMO, KEYGEN, SIGNED, VERIFY, COMPARE, PROFILES, HUB):
         assert command in README, command
 
 
@@ -118,6 +126,30 @@ def test_the_main_command_grades_every_family_and_passes(tmp_path: Path) -> None
     assert "gate (defaults): PASS" in without.stdout
     bare = json.loads((tmp_path / "bare" / "scorecard.json").read_text())
     assert bare["families"]["chat_template"]["verdict"] == "unsupported"
+
+
+def test_profiles_lists_every_builtin_with_its_sources(tmp_path: Path) -> None:
+    done = shell(PROFILES, tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    for name in builtin_names():
+        assert f"{name}  (contract " in done.stdout
+
+
+def test_the_hub_profile_command_runs_offline_from_the_cache(tmp_path: Path) -> None:
+    """The README's hf: command, with a hub cache the test writes in place of the user's."""
+    commit = commit_of("readme")
+    cache = tmp_path / "hub"
+    populate(cache, "moonshotai/Kimi-K2-Instruct", commit, kimi_files(), branch=None)
+    vendor = SimulatorProcess(["--profile", "kimi-k2"])
+    try:
+        command = HUB.replace("http://127.0.0.1:8000", vendor.url).replace("COMMIT", commit)
+        done = shell(f"HF_HUB_CACHE={cache} {command}", tmp_path)
+    finally:
+        vendor.stop()
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    card = json.loads((tmp_path / "verifier-out" / "scorecard.json").read_text())
+    assert card["profile"]["hub"]["commit"] == commit
+    assert set(card["families"]) == set(FAMILY_NAMES)
 
 
 def test_the_demo_runs_with_its_defaults(tmp_path: Path) -> None:
