@@ -184,8 +184,7 @@ class RunContext:
         Where the model's contract pins temperature, no temperature is sent, not even a
         case's own: the server uses its pin (sampling_pins checks the pin itself).
         """
-        body: dict[str, Any] = {"model": self.model, "seed": self.seed}
-        body["temperature"] = TEMPERATURE
+        body: dict[str, Any] = {"model": self.model, "temperature": TEMPERATURE, "seed": self.seed}
         body.update(fields)
         if self.sampled:
             del body["temperature"]
