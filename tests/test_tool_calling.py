@@ -301,3 +301,12 @@ def test_call_id_format(call_id: str, found: list[str]) -> None:
 def test_call_id_format_is_not_checked_without_a_contract() -> None:
     result = answer(("call_abc123", "get_weather", '{"city": "Oslo"}'))
     assert validity_findings(case(), result, "a") == []
+
+
+def test_call_id_format_without_a_group_checks_the_pattern_only() -> None:
+    """A pattern with no group cannot name the function: the pattern alone is checked."""
+    loose = {"pattern": r"^functions\.", "names_function": True}
+    result = answer(("functions.get_weather:0", "get_weather", '{"city": "Oslo"}'))
+    assert validity_findings(case(), result, "a", loose) == []
+    result = answer(("call_1", "get_weather", '{"city": "Oslo"}'))
+    assert codes(validity_findings(case(), result, "a", loose)) == ["tool_call_id_format"]

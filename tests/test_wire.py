@@ -347,7 +347,8 @@ def test_off_pin_is_none_of_the_pinned_values_and_within_range(
     name: str, pin: dict[str, Any]
 ) -> None:
     value = off_pin(name, pin)
-    assert value not in ([pin["fixed"]] if "fixed" in pin else pin["values"])
+    pinned = [pin["fixed"]] if "fixed" in pin else pin["values"]
+    assert value not in pinned
     assert pin.get("min", value) <= value <= pin.get("max", value) and value >= 0
     if name == "n":
         assert value == int(value)

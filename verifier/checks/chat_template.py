@@ -313,7 +313,7 @@ def run(case: Case, ctx: RunContext) -> Exchange:
     profile = ctx.profile
     if profile is None:
         return unsupported("needs a reference profile (--profile)", {})
-    if case.data["probe"] == "partial" and not profile.settings.get("features", {}).get(
+    if case.data["probe"] == "partial" and not (profile.policies.features or {}).get(
         "partial_prefill"
     ):
         return unsupported("the model's contract documents no partial mode", {})

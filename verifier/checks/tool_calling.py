@@ -182,7 +182,7 @@ def call_id_findings(
     match = re.search(pattern, call.id)
     if match is None:
         wrong = f"does not match the model's documented format {pattern}"
-    elif id_format.get("names_function") and match.group(1) != call.name:
+    elif id_format.get("names_function") and match.re.groups and match.group(1) != call.name:
         wrong = f"names {match.group(1)!r}, but the call is to {call.name!r}"
     else:
         return []
@@ -575,7 +575,7 @@ def run(case: Case, ctx: RunContext) -> Exchange:
     """Tool calls: valid, contract-honouring, deterministic, and (where known) accurate."""
     request = _request(case, ctx)
     repeats = ctx.repeats_for(case.family)
-    id_format = ctx.profile.settings.get("tool_call_id") if ctx.profile else None
+    id_format = ctx.profile.policies.tool_call_id if ctx.profile else None
     found = _Repeats()
     for number in range(1, repeats + 1):
         stream = number % 2 == 0

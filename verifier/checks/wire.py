@@ -36,7 +36,7 @@ from ..errors import EndpointTimeout
 from ..outcome import CaseRecord, Finding, Outcome
 from ..protocol.answers import ChatResult, Choice
 from ..protocol.requests import Chat, Exchange, Raw, Request
-from ..reference.profiles import model_key
+from ..reference.profiles import model_key, pinned_values
 from .common import (
     excerpt,
     hang_finding,
@@ -540,7 +540,7 @@ def _run_sampling_limits(case: Case, ctx: RunContext) -> Graded:
 
 def off_pin(name: str, pin: Mapping[str, Any]) -> float:
     """A value none of a sampling pin's values (``fixed`` or ``values``) is, within its range."""
-    pinned = [float(v) for v in ([pin["fixed"]] if "fixed" in pin else pin["values"])]
+    pinned = [float(v) for v in pinned_values(pin) or ()]
     step = 1.0 if name == "n" else 0.25
     candidates = [max(pinned) + step, min(pinned) - step]
     inside = [v for v in candidates if pin.get("min", v) <= v <= pin.get("max", v) and v >= 0]
@@ -551,7 +551,7 @@ def pin_findings(
     name: str, value: float, pin: Mapping[str, Any], result: ChatResult
 ) -> list[Finding]:
     """An off-pin value is rejected (4xx) or accepted, as the contract's off_policy says (pure)."""
-    pinned = pin.get("fixed", pin.get("values"))
+    pinned = list(pinned_values(pin) or ())
     policy = pin.get("off_policy", "reject")
     if policy == "reject" and not 400 <= result.status < 500:
         return [
@@ -580,7 +580,7 @@ def pin_findings(
 
 def _run_sampling_pins(case: Case, ctx: RunContext) -> Graded:
     limits = (ctx.profile.policies.sampling if ctx.profile else None) or {}
-    pins = {n: p for n, p in sorted(limits.items()) if "fixed" in p or "values" in p}
+    pins = {n: p for n, p in sorted(limits.items()) if pinned_values(p)}
     if not pins:
         raise _Unsupported("the profile pins no sampling value")
     findings: list[Finding] = []

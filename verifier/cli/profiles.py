@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..reference.profiles import builtin_contracts
+from ..reference.profiles import builtin_contract, builtin_names, ships_files
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -20,9 +20,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace) -> int:
     """Print each built-in profile: name, contract version, files, facts and their sources."""
-    for name, contract in builtin_contracts().items():
+    for name in builtin_names():
+        contract = builtin_contract(name)
         hub = contract.get("hub") or {}
-        files = "shipped with the verifier" if contract["ships_files"] else "fetched on first use"
+        files = "shipped with the verifier" if ships_files(name) else "fetched on first use"
         sys.stdout.write(
             f"{name}  (contract {contract.get('version', 'unversioned')})\n"
             f"  {contract.get('description', '')}\n"

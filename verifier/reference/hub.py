@@ -170,7 +170,8 @@ def remote_code_tokenizer(folder: Path) -> str | None:
         data = json.loads(config.read_text(encoding="utf-8")) if config.is_file() else {}
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return None
-    auto = data.get("auto_map", {}).get("AutoTokenizer") if isinstance(data, dict) else None
+    auto_map = data.get("auto_map") if isinstance(data, dict) else None
+    auto = auto_map.get("AutoTokenizer") if isinstance(auto_map, dict) else None
     if isinstance(auto, list):
         auto = next((a for a in auto if a), None)
     return auto if isinstance(auto, str) else None

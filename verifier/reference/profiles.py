@@ -77,6 +77,10 @@ class Policies:
         images: the image-token rule (``rule``, ``tile``...) and ``max_side``, or None.
         seed_supported: False when the server documents no seed support; None if unstated.
         gate: the gate's thresholds for this model (as in a thresholds TOML), or None.
+        tool_call_id: the documented format of tool-call ids (``pattern``,
+            ``names_function``), or None.
+        features: model-specific request features the lab's API has (``partial_prefill``,
+            ``dynamic_tools``), or None.
     """
 
     thinking: Mapping[str, Mapping[str, Any]] | None = None
@@ -84,6 +88,8 @@ class Policies:
     images: Mapping[str, Any] | None = None
     seed_supported: bool | None = None
     gate: Mapping[str, Any] | None = None
+    tool_call_id: Mapping[str, Any] | None = None
+    features: Mapping[str, bool] | None = None
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> Policies:
@@ -129,9 +135,7 @@ class Profile:
     @property
     def temperature_pin(self) -> tuple[float, ...] | None:
         """The temperatures the model's contract allows when it pins them, else None."""
-        pin = (self.policies.sampling or {}).get("temperature") or {}
-        values = [pin["fixed"]] if "fixed" in pin else pin.get("values")
-        return tuple(values) if values else None
+        return pinned_values((self.policies.sampling or {}).get("temperature") or {})
 
     @property
     def sampled(self) -> bool:
@@ -219,15 +223,21 @@ def builtin_names() -> tuple[str, ...]:
     return tuple(sorted(p.name for p in BUILTIN_DIR.iterdir() if (p / PROFILE_FILE).is_file()))
 
 
-def builtin_contracts() -> dict[str, dict[str, Any]]:
-    """Each built-in profile's settings (its contract), and whether it ships its files."""
-    return {
-        name: {
-            **_read_json(BUILTIN_DIR / name / PROFILE_FILE),
-            "ships_files": _hub_source(BUILTIN_DIR / name) is None,
-        }
-        for name in builtin_names()
-    }
+def builtin_contract(name: str) -> dict[str, Any]:
+    """The built-in profile `name`'s own settings (its contract), as its file states them."""
+    contract: dict[str, Any] = _read_json(BUILTIN_DIR / name / PROFILE_FILE)
+    return contract
+
+
+def ships_files(name: str) -> bool:
+    """The built-in profile `name` ships its model files (else they come from its hub repo)."""
+    return _hub_source(BUILTIN_DIR / name) is None
+
+
+def pinned_values(limit: Mapping[str, Any]) -> tuple[float, ...] | None:
+    """The values a sampling setting is pinned to (``fixed`` or ``values``), or None."""
+    values = [limit["fixed"]] if "fixed" in limit else limit.get("values")
+    return tuple(values) if values else None
 
 
 def parse_spec(spec: str) -> tuple[str, Path, Path | None]:
@@ -468,7 +478,7 @@ def _hub_source(root: Path) -> Mapping[str, str] | None:
     """The hub repository of a built-in profile that ships no model files, else None."""
     if root.parent != BUILTIN_DIR or _tokenizer_file((root,), None) is not None:
         return None
-    source: Mapping[str, str] | None = _read_json(root / PROFILE_FILE).get("hub")
+    source: Mapping[str, str] | None = builtin_contract(root.name).get("hub")
     return source
 
 
@@ -493,7 +503,7 @@ def _refuse_remote_code(spec: str, snapshot: hub.Snapshot, settings: Mapping[str
 def builtin_for_repo(repo: str) -> str | None:
     """The built-in profile whose ``hub`` repository or ``served_models`` name `repo`, or None."""
     for name in builtin_names():
-        source = _read_json(BUILTIN_DIR / name / PROFILE_FILE).get("hub") or {}
+        source = builtin_contract(name).get("hub") or {}
         if str(source.get("repo", "")).casefold() == repo.casefold():
             return name
     return profile_for_model(repo)
@@ -556,7 +566,7 @@ def profile_for_model(model: str | None) -> str | None:
         return None
     wanted = model_key(model)
     for name in builtin_names():
-        served = _read_json(BUILTIN_DIR / name / PROFILE_FILE).get("served_models", [])
+        served = builtin_contract(name).get("served_models", [])
         if any(model_key(m) == wanted for m in served):
             return name
     return None

@@ -85,9 +85,7 @@ class PromptPath:
         self.profile = profile
         self.defects = defects
         self.eyes = Eyes(defects, profile.policies.images)
-        self.named_call_ids = bool(
-            (profile.settings.get("tool_call_id") or {}).get("names_function")
-        )
+        self.named_call_ids = bool((profile.policies.tool_call_id or {}).get("names_function"))
         if defects.has(TOKENIZER_OLD_VOCAB) and not isinstance(
             profile.tokenizer, TiktokenTokenizer
         ):
@@ -138,7 +136,7 @@ class PromptPath:
         if (
             final.get("role") == "assistant"
             and final.get("partial")
-            and self.profile.settings.get("features", {}).get("partial_prefill")
+            and (self.profile.policies.features or {}).get("partial_prefill")
             and not self.defects.has(PARTIAL_PREFILL_IGNORED)
         ):
             # The model's partial mode: its final message continued, not answered.

@@ -16,7 +16,7 @@ from jsonschema.exceptions import SchemaError
 from PIL import Image
 
 from ..reference.images import decode_data_url
-from ..reference.profiles import Profile
+from ..reference.profiles import Profile, pinned_values
 from .defects import SAMPLING_LIMITS_IGNORED, SAMPLING_PINS_IGNORED, SAMPLING_PINS_REFUSED, Defects
 from .model import MODEL_ID
 
@@ -173,7 +173,7 @@ def _sampling_problem(request: Mapping[str, Any], limits: Mapping[str, Any]) -> 
         value = request.get(name)
         if not isinstance(value, int | float) or isinstance(value, bool):
             continue
-        pinned = [limit["fixed"]] if "fixed" in limit else limit.get("values")
+        pinned = pinned_values(limit)
         # A coerced pin is accepted: the vendor uses the pinned value instead.
         if pinned and value not in pinned and limit.get("off_policy", "reject") == "reject":
             return (
