@@ -36,5 +36,5 @@ def check_row(row: Row, run_verifier: Callable[..., VerifierRun], small_profile_
     assert got == {name: set(row.codes.get(name, ())) for name in row.families}, run.stdout[-3000:]
     # A defect is graded, never left as transport errors: every case of every family ended.
     transport = {name: family["counts"]["error"] for name, family in families.items()}
-    assert transport == dict.fromkeys(row.families, 0)
+    assert transport == dict.fromkeys(row.families, 0), run.stdout[-3000:]
     assert run.returncode == (1 if row.codes else 0), run.stdout[-3000:]

@@ -138,7 +138,10 @@ ROWS: tuple[Row, ...] = (
         "invalid-request-hang",
         "the vendor holds every request it cannot parse: a malformed response_format and an "
         "undecodable image are such requests too",
-        verifier=("--timeout", "2", "--max-retries", "0"),
+        # Each held request costs the whole timeout, once (no retry): 10 s, so that a valid
+        # request on a loaded machine (a 4096-pixel image took 0.26 s idle) never times out
+        # (one did at 2 s, under CI's load), with 8 cases in flight to wait on them together.
+        verifier=("--timeout", "10", "--max-retries", "0", "--concurrency", "8"),
         structured_output={"malformed_format_hang"},
         vision={"invalid_image_hang"},
         wire={"invalid_request_hang"},
