@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from verifier.checks.chat_template import grade, rendering_findings
+from verifier.checks.prompt_counts import grade, rendering_findings
 from verifier.checks.renderings import (
     HYPOTHESES,
     Conversation,
