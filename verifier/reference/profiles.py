@@ -39,6 +39,7 @@ from jsonschema import exceptions as jsonschema_exceptions
 from .. import resources
 from ..errors import ConfigError
 from . import gguf, hub
+from .dialect import Dialect
 from .template import ChatTemplate, Rendered, TemplateError
 from .tokenizer import (
     KIMI_PAT_STR,
@@ -81,6 +82,8 @@ class Policies:
             ``names_function``), or None.
         features: model-specific request features the lab's API has (``partial_prefill``,
             ``dynamic_tools``), or None.
+        reasoning: where reasoning comes back, its raw form, effort and history rules
+            (see :class:`~verifier.reference.dialect.Dialect`), or None.
     """
 
     thinking: Mapping[str, Mapping[str, Any]] | None = None
@@ -90,6 +93,7 @@ class Policies:
     gate: Mapping[str, Any] | None = None
     tool_call_id: Mapping[str, Any] | None = None
     features: Mapping[str, bool] | None = None
+    reasoning: Mapping[str, Any] | None = None
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> Policies:
@@ -131,6 +135,18 @@ class Profile:
     def policies(self) -> Policies:
         """The serving policies the release states."""
         return Policies.from_settings(self.settings)
+
+    @property
+    def dialect(self) -> Dialect | None:
+        """The model's reasoning dialect, or None when the contract states none."""
+        policies = self.policies
+        return Dialect.of(policies.thinking, policies.reasoning)
+
+    def with_template_variables(self, variables: Mapping[str, Any]) -> Profile:
+        """The profile rendering with `variables` as well (a request's chat_template_kwargs)."""
+        if not variables:
+            return self
+        return dataclasses.replace(self, template=self.template.with_variables(variables))
 
     @property
     def temperature_pin(self) -> tuple[float, ...] | None:
@@ -287,14 +303,16 @@ def _read_json(path: Path) -> Any:
         raise ConfigError(f"--profile: cannot read {path}: {exc}") from None
 
 
-def _merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
-    for key, value in override.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
-            merged[key] = _merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
+def merged(*parts: Mapping[str, Any]) -> dict[str, Any]:
+    """Settings (or request fields) merged left to right, objects key by key."""
+    out: dict[str, Any] = {}
+    for part in parts:
+        for key, value in part.items():
+            if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+                out[key] = merged(out[key], value)
+            else:
+                out[key] = value
+    return out
 
 
 def _token_text(value: Any) -> str | None:
@@ -380,7 +398,7 @@ def _settings(roots: Sequence[Path], name: str) -> dict[str, Any]:
         spec_file = root / "tokenizer_spec.json"
         if spec_file.is_file():
             data = _read_json(spec_file)
-            settings = _merge(
+            settings = merged(
                 settings,
                 {
                     "tokenizer": {
@@ -399,7 +417,7 @@ def _settings(roots: Sequence[Path], name: str) -> dict[str, Any]:
                 raise ConfigError(
                     f"--profile: {root / PROFILE_FILE}: {error.json_path}: {error.message}"
                 )
-            settings = _merge(settings, data)
+            settings = merged(settings, data)
     return settings
 
 

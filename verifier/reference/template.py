@@ -181,6 +181,12 @@ class ChatTemplate:
                 f"the chat template does not compile: {type(exc).__name__}: {_one_line(str(exc))}"
             ) from None
 
+    def with_variables(self, variables: Mapping[str, Any]) -> ChatTemplate:
+        """The same template rendering with `variables` as well (sharing its compilation)."""
+        other = copy.copy(self)
+        other.variables = {**self.variables, **variables}
+        return other
+
     def render(
         self,
         messages: Sequence[Mapping[str, Any]],
