@@ -48,6 +48,7 @@ class Choice:
     """One choice of an answer: the assistant message and why it ended.
 
     ``finish_reason`` None means the endpoint sent none: it is never defaulted.
+    ``reasoning_field`` is the field the reasoning came in (see :data:`REASONING_FIELDS`).
     """
 
     index: int
@@ -57,6 +58,7 @@ class Choice:
     tool_calls: list[ToolCall] = dataclasses.field(default_factory=list)
     finish_reason: str | None = None
     logprobs: list[Any] | None = None
+    reasoning_field: str | None = None
 
 
 @dataclasses.dataclass(slots=True)
@@ -131,13 +133,19 @@ def _text(value: Any) -> str | None:
     return json.dumps(value)
 
 
+# The names vendors give the reasoning field of a message or delta, in the order read.
+REASONING_FIELDS = ("reasoning_content", "reasoning")
+
+
+def reasoning_field_of(message: dict[str, Any]) -> str | None:
+    """The field a message's reasoning text came in (``reasoning_content``, ``reasoning``)."""
+    return next((k for k in REASONING_FIELDS if isinstance(message.get(k), str)), None)
+
+
 def reasoning_of(message: dict[str, Any]) -> str | None:
     """Reasoning text under either name vendors use (``reasoning_content``, ``reasoning``)."""
-    for key in ("reasoning_content", "reasoning"):
-        value = message.get(key)
-        if isinstance(value, str):
-            return value
-    return None
+    field = reasoning_field_of(message)
+    return None if field is None else str(message[field])
 
 
 def logprob_entries(logprobs: Any) -> list[Any] | None:
@@ -238,6 +246,7 @@ def parse_completion(status: int, body_bytes: bytes, headers: dict[str, str]) ->
                 role=message.get("role"),
                 content=_text(message.get("content")),
                 reasoning=reasoning_of(message),
+                reasoning_field=reasoning_field_of(message),
                 tool_calls=_tool_calls(
                     message.get("tool_calls"), result.problems, f"{where}.message.tool_calls"
                 ),

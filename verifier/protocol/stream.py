@@ -18,7 +18,15 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from .answers import ChatResult, Choice, Problem, ToolCall, logprob_entries, reasoning_of
+from .answers import (
+    ChatResult,
+    Choice,
+    Problem,
+    ToolCall,
+    logprob_entries,
+    reasoning_field_of,
+    reasoning_of,
+)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -221,6 +229,17 @@ class StreamAccumulator:
         content = delta.get("content")
         reasoning = reasoning_of(delta)
         calls = delta.get("tool_calls")
+        # Reasoning first: a delta may carry the end of the reasoning and the start of the answer.
+        if reasoning:
+            # Whitespace before the reasoning (a newline some servers send) is not an answer.
+            if any(part.strip() for part in state.content):
+                self._problem(
+                    "reasoning_after_content",
+                    f"reasoning {reasoning[:40]!r} after the answer's content began",
+                    number,
+                )
+            state.reasoning.append(reasoning)
+            state.choice.reasoning_field = state.choice.reasoning_field or reasoning_field_of(delta)
         if isinstance(content, str) and content:
             if state.tool_calls_started:
                 self._problem(
@@ -229,8 +248,6 @@ class StreamAccumulator:
                     number,
                 )
             state.content.append(content)
-        if reasoning:
-            state.reasoning.append(reasoning)
         if calls:
             state.tool_calls_started = True
             self._add_calls(state, calls, number)
