@@ -27,7 +27,7 @@ def wire_run(run_verifier: Run, url: str, *args: str) -> VerifierRun:
     return run
 
 
-PROFILED = {"thinking", "sampling_limits", "sampling_pins", "served_model"}
+PROFILED = {"sampling_limits", "sampling_pins", "served_model"}
 NEEDS_PROFILE = sum(c.data["check"] in PROFILED for c in WIRE)
 
 

@@ -36,6 +36,7 @@ FAMILY_NAMES = (
     "tokenizer",
     "vision",
     "wire",
+    "reasoning",
 )
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

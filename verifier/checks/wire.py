@@ -17,8 +17,8 @@ each case's metrics); this family's own cases fail on them. Codes:
   ``invalid_request_hang``, ``error_shape``;
 - usage: ``usage_missing``, ``usage_total_wrong``, ``completion_tokens_mismatch`` (with a
   profile: completion_tokens far from the answer's length under the model's tokenizer);
-- profile policies: ``thinking_not_honoured`` (the thinking dialect does not turn reasoning
-  on and off), ``sampling_limit_not_enforced`` (a value outside the model's limits accepted);
+- profile policies: ``sampling_limit_not_enforced`` (a value outside the model's limits
+  accepted; the thinking switch is the reasoning family's);
 - the model's contract: ``sampling_pin_violated`` (a value other than a pinned one accepted
   where the lab's API rejects it, or refused where the lab's API uses the pin instead),
   ``served_model_mismatch`` (the answer names a model other than the one asked for and the
@@ -479,30 +479,6 @@ def _run_answered(case: Case, ctx: RunContext) -> Graded:
     return findings, {"requests": len(results)}
 
 
-def _run_thinking(case: Case, ctx: RunContext) -> Graded:
-    dialect = ctx.profile.policies.thinking if ctx.profile else None
-    if not dialect:
-        raise _Unsupported("the profile declares no thinking dialect")
-    stream = bool(case.data.get("stream", False))
-    findings: list[Finding] = []
-    for mode in ("on", "off"):
-        request = {**_request(case, ctx), **dialect[mode]}
-        result = yield Chat(request, f"thinking-{mode}", stream=stream)
-        if not result.ok:
-            raise _Rejected(result)
-        reasoning = bool(result.choice and result.choice.reasoning)
-        if reasoning != (mode == "on"):
-            findings.append(
-                Finding(
-                    "thinking_not_honoured",
-                    f"thinking {mode} ({dialect[mode]}) gave "
-                    f"{'reasoning' if reasoning else 'no reasoning'}",
-                    attempt=f"thinking-{mode}",
-                )
-            )
-    return findings, {"requests": 2}
-
-
 def _outside(limit: Mapping[str, float]) -> list[float]:
     """Values just outside a sampling limit (``max``, ``min``)."""
     wrong = []
@@ -640,7 +616,6 @@ def _run_served_model(case: Case, ctx: RunContext) -> Graded:
 # The checks that are not "send the request, grade the answer" (see _run_answered).
 RUNS: dict[str, Callable[[Case, RunContext], Graded]] = {
     "invalid": _run_invalid,
-    "thinking": _run_thinking,
     "sampling_limits": _run_sampling_limits,
     "sampling_pins": _run_sampling_pins,
     "served_model": _run_served_model,

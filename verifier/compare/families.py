@@ -450,6 +450,45 @@ def wire(entries: Entries) -> View:
     return key, tables
 
 
+def _followup_table(metrics: Sequence[Mapping[str, Any] | None]) -> Table:
+    """Good follow-ups to a tool result, by the turn they came at."""
+    turns = sorted(
+        _union(_dig(m, "followups", "by_turn") for m in metrics if m is not None), key=int
+    )
+    return Table(
+        "Follow-ups by turn",
+        "follow-ups to a tool result that were a non-empty answer or a valid next call, "
+        "by the loop's turn",
+        tuple(
+            ranked_row(f"turn {turn}", _per_vendor(metrics, _rate_at(f"followups.by_turn.{turn}")))
+            for turn in turns
+        ),
+        empty="No agent loop reached a follow-up.",
+    )
+
+
+def reasoning(entries: Entries) -> View:
+    """Reasoning-only answers, follow-up success over turns, effort ordering; cases per check."""
+    metrics = _metrics(entries)
+    key = (
+        ranked_row(
+            "reasoning-only answers",
+            _per_vendor(metrics, _rate_at("reasoning_only")),
+            higher_is_better=False,
+        ),
+        ranked_row("good follow-ups", _per_vendor(metrics, _rate_at("followups.all"))),
+        ranked_row("effort ordered", _per_vendor(metrics, _rate_at("effort_ordered"))),
+        _failing(metrics, "checks", "failing checks"),
+    )
+    tables = (
+        _status_table("Per check", entries, "checks"),
+        _followup_table(metrics),
+        codes_table(entries),
+        answers_table(entries),
+    )
+    return key, tables
+
+
 def generic(entries: Entries) -> View:
     """A family this version does not know: failure codes and answers only."""
     return (), (codes_table(entries), answers_table(entries))
@@ -462,4 +501,5 @@ VIEWS: dict[str, Callable[[Entries], View]] = {
     "tokenizer": tokenizer,
     "vision": vision,
     "wire": wire,
+    "reasoning": reasoning,
 }

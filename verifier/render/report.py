@@ -114,6 +114,9 @@ def _sub_metrics(metrics: Mapping[str, Any]) -> str:
         _rate_text("pass^k", metrics.get("pass_k")),
         _rate_text("identical", metrics.get("identical_calls")),
         _rate_text("stream parity", metrics.get("stream_parity")),
+        _rate_text("reasoning-only", metrics.get("reasoning_only")),
+        _rate_text("good follow-ups", (metrics.get("followups") or {}).get("all")),
+        _rate_text("effort ordered", metrics.get("effort_ordered")),
     ]
     baseline = metrics.get("baseline")
     if baseline and baseline.get("trigger_f1") is not None:

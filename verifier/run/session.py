@@ -139,7 +139,7 @@ class VerifierSession:
                 self.client,
                 run.model,
                 vision="vision" in run.families,
-                tokenizer=bool({"chat_template", "tokenizer"} & set(run.families)),
+                tokenizer=bool({"chat_template", "tokenizer", "reasoning"} & set(run.families)),
             )
             if run.profile is None:
                 self._choose_profile()

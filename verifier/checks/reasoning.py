@@ -1,0 +1,956 @@
+"""Reasoning: the thinking channel, its switch and effort, and multi-turn agent loops.
+
+Every expectation comes from the model's dialect (the profile's ``thinking`` and
+``reasoning``, :class:`~verifier.reference.dialect.Dialect`): how thinking is turned on and
+off, where reasoning comes back, its raw tags, the effort levels and the history rule. A case
+whose check the dialect does not state is unsupported. Checks, by the case's ``check``:
+
+- ``thinking_on`` (a non-stream and a stream answer): reasoning present and an answer after
+  it; ``thinking_off``: no reasoning, the answer in content;
+- ``structured``: ``response_format`` with thinking on: the content is the valid JSON and the
+  reasoning stays (unless the contract says JSON ends thinking);
+- ``effort``: reasoning length ordered by effort level over a set of prompts, decided by a
+  sign test with its interval (never from one sample);
+- ``agent_loop``: a tool-call loop of 2 to 6 turns replayed with the model's own reasoning by
+  the history rule: every follow-up accepted, counted as the reference renders it, and a
+  non-empty answer or a valid next call;
+- ``invalid_history``: a tool-call turn sent back without its reasoning, which the contract
+  says the lab's API refuses, must get a 4xx.
+
+Codes:
+
+- ``thinking_not_honoured`` (thinking on gave no reasoning, or off gave reasoning beside the
+  answer), ``reasoning_only_response`` (reasoning and no answer, finish_reason stop),
+  ``content_in_reasoning`` (thinking off, the answer came as reasoning);
+- ``reasoning_markers_in_content`` (the raw tags left in content: the reasoning was not
+  separated), ``markers_in_reasoning`` (tool-call markup or raw tags inside the reasoning),
+  ``reasoning_field_mismatch`` (reasoning under another field than the contract's);
+- ``structured_output_in_reasoning`` (the JSON came as reasoning), ``thinking_mode_overridden``
+  (asking for JSON switched thinking off), ``structured_output_invalid`` (neither);
+- ``reasoning_after_content`` (a stream's reasoning delta after its content began),
+  ``stream_split_differs`` (stream and non-stream at temperature 0 disagree on what is
+  reasoning, what is answer and which tools are called);
+- ``effort_not_honoured``; ``reasoning_tokens_mismatch``
+  (``completion_tokens_details.reasoning_tokens`` against the reasoning's tokens under the
+  model's tokenizer);
+- ``empty_followup`` (after a tool result, neither text nor a call), ``followup_call_invalid``
+  (the next call names an unknown tool or its arguments break the tool's schema),
+  ``history_rejected`` (a follow-up with the model's own reasoning in its history refused),
+  the prompt-count codes of :mod:`.prompt_counts` (``reasoning_history_dropped``...);
+- ``invalid_history_accepted``, ``invalid_history_5xx``, ``invalid_history_hang``.
+
+An effort test without enough evidence either way is an error (``effort_undecided``), and an
+answer that ran out of ``max_tokens`` inside its reasoning is one too (``reasoning_truncated``):
+the verifier could not judge, the endpoint is not wrong.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections import Counter
+from collections.abc import Generator, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..errors import EndpointTimeout
+from ..outcome import CaseRecord, Finding, Outcome, Status
+from ..protocol.answers import ChatResult, Choice
+from ..protocol.requests import Chat, Exchange, Request
+from ..reference.dialect import FIELDS
+from ..reference.profiles import merged
+from ..stats import rate, wilson_interval
+from .common import (
+    compiled_validator,
+    excerpt,
+    hang_finding,
+    parse_json_output,
+    rejected,
+    rejection_findings,
+    schema_findings,
+    unreadable_findings,
+    unsupported,
+)
+from .prompt_counts import grade, observe
+from .registry import QUICK, family
+from .renderings import Conversation, reference
+from .tool_matching import parse_arguments
+
+if TYPE_CHECKING:
+    from ..cases.corpus import Case
+    from ..reference.dialect import Dialect
+    from ..reference.profiles import Profile
+    from ..reference.tokenizer import Tokenizer
+    from .registry import RunContext
+
+MODES = (("non-stream", False), ("stream", True))
+# reasoning_tokens may exceed the reasoning text by its two tags, and differ by one where the
+# model's own tokens split the text differently (as completion_tokens in the wire family).
+REASONING_SLACK = (1, 2)
+# The effort test: the share of prompts whose reasoning is longer at the highest level than
+# at the lowest must be above this, with its 95% interval, to pass (below it, to fail).
+EFFORT_ORDERED = 0.5
+# What a tool result says when the case scripts none for the tool called.
+DEFAULT_RESULT = '{"ok": true}'
+
+Graded = Generator[Request, ChatResult, tuple[list[Finding], dict[str, Any]]]
+
+
+class _Unsupported(Exception):
+    """The check does not apply to this profile (the message says why)."""
+
+
+class _Rejected(Exception):
+    """A valid request of the case was declined with a 4xx: the feature is unsupported here."""
+
+    def __init__(self, result: ChatResult) -> None:
+        self.result = result
+
+
+class _Undecided(Exception):
+    """The answers cannot be judged (the message says why); `code` names why."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _text(value: str | None) -> str:
+    return (value or "").strip()
+
+
+def answer_findings(
+    result: ChatResult,
+    dialect: Dialect,
+    *,
+    thinking: bool,
+    tokenizer: Tokenizer | None = None,
+    attempt: str | None = None,
+    followup: bool = False,
+) -> list[Finding]:
+    """What one answer got wrong about its reasoning, thinking on or off (pure).
+
+    A cause is named once: content holding the raw tags is ``reasoning_markers_in_content``,
+    not also a missing reasoning; a call left as markup in the reasoning is
+    ``markers_in_reasoning``, not also an answer that is all reasoning; a `followup` (after a
+    tool result) that is entirely empty is :func:`followup_findings`' ``empty_followup``.
+    """
+    broken = unreadable_findings(result, attempt or result.label)
+    choice = result.choice
+    if broken or choice is None:
+        return broken
+    content, reasoning = _text(choice.content), _text(choice.reasoning)
+    findings = []
+    leaked = [tag for tag in dialect.markers if tag in (choice.content or "")]
+    if leaked:
+        findings.append(
+            Finding(
+                "reasoning_markers_in_content",
+                f"the content holds the raw reasoning tag(s) {leaked}: the server did not "
+                f"separate the reasoning from the answer",
+                "$.choices[0].message.content",
+                actual=excerpt(choice.content, 200),
+                attempt=attempt,
+            )
+        )
+    markup = [m for m in (*dialect.tool_markers, *dialect.markers) if m in (choice.reasoning or "")]
+    if markup:
+        findings.append(
+            Finding(
+                "markers_in_reasoning",
+                f"the reasoning holds raw markup {markup}: a tool call or a reasoning block "
+                f"the server's parser left unparsed",
+                f"$.choices[0].message.{choice.reasoning_field or dialect.history_field}",
+                actual=excerpt(choice.reasoning, 200),
+                attempt=attempt,
+            )
+        )
+    empty = not reasoning and not content and not choice.tool_calls
+    if thinking and not reasoning and not leaked and not (followup and empty):
+        findings.append(
+            Finding(
+                "thinking_not_honoured",
+                "thinking is on, but the answer has no reasoning",
+                attempt=attempt,
+            )
+        )
+    elif (
+        thinking
+        and reasoning
+        and not content
+        and not choice.tool_calls
+        and choice.finish_reason == "stop"
+        and not any(m in (choice.reasoning or "") for m in dialect.tool_markers)
+    ):
+        findings.append(
+            Finding(
+                "reasoning_only_response",
+                "the answer is all reasoning: content is empty, no tool call, finish_reason stop",
+                "$.choices[0].message.content",
+                actual=choice.content,
+                attempt=attempt,
+            )
+        )
+    elif not thinking and reasoning:
+        answered = content or choice.tool_calls
+        findings.append(
+            Finding(
+                "thinking_not_honoured" if answered else "content_in_reasoning",
+                "thinking is off, but the answer reasons before its content"
+                if answered
+                else "thinking is off, and the answer came as reasoning with no content",
+                actual=excerpt(choice.reasoning, 200),
+                attempt=attempt,
+            )
+        )
+    if reasoning and dialect.field and choice.reasoning_field not in (None, dialect.field):
+        findings.append(
+            Finding(
+                "reasoning_field_mismatch",
+                f"the reasoning came as {choice.reasoning_field!r}; the model's contract "
+                f"returns it as {dialect.field!r}",
+                expected=dialect.field,
+                actual=choice.reasoning_field,
+                attempt=attempt,
+            )
+        )
+    findings += [
+        Finding(p.code, p.message, p.where, attempt=attempt)
+        for p in result.problems
+        if p.code == "reasoning_after_content"
+    ]
+    if tokenizer is not None:
+        findings += reasoning_token_findings(result, tokenizer, attempt)
+    return findings
+
+
+def truncated(result: ChatResult) -> bool:
+    """The answer ran out of max_tokens before any answer or call (inside its reasoning)."""
+    choice = result.choice
+    return (
+        choice is not None
+        and choice.finish_reason == "length"
+        and not _text(choice.content)
+        and not choice.tool_calls
+    )
+
+
+def reasoning_token_findings(
+    result: ChatResult, tokenizer: Tokenizer, attempt: str | None = None
+) -> list[Finding]:
+    """``completion_tokens_details.reasoning_tokens``, where reported, against the text (pure)."""
+    details = (result.usage or {}).get("completion_tokens_details")
+    reported = details.get("reasoning_tokens") if isinstance(details, dict) else None
+    choice = result.choice
+    if not isinstance(reported, int) or isinstance(reported, bool) or choice is None:
+        return []
+    counted = len(tokenizer.encode_ordinary(choice.reasoning)) if choice.reasoning else 0
+    if counted - REASONING_SLACK[0] <= reported <= counted + REASONING_SLACK[1]:
+        return []
+    return [
+        Finding(
+            "reasoning_tokens_mismatch",
+            f"usage says {reported} reasoning tokens; the reasoning returned is {counted} "
+            f"tokens under the model's tokenizer",
+            "$.usage.completion_tokens_details.reasoning_tokens",
+            expected=counted,
+            actual=reported,
+            attempt=attempt,
+        )
+    ]
+
+
+def _split(choice: Choice | None) -> tuple[str, str, tuple[str, ...]]:
+    if choice is None:
+        return "", "", ()
+    return (
+        _text(choice.reasoning),
+        _text(choice.content),
+        tuple(c.name or "" for c in choice.tool_calls),
+    )
+
+
+def _squeezed(text: str) -> str:
+    """The text without its whitespace (where a split point falls changes spacing only)."""
+    return "".join(text.split())
+
+
+def split_findings(plain: ChatResult, streamed: ChatResult) -> list[Finding]:
+    """Stream and non-stream at temperature 0 agree on reasoning, answer and calls (pure).
+
+    The same text split at another place, reasoning on one side only, or other tools called
+    is a difference of the two paths; two different generations are the wire family's
+    (``stream_content_differs``), not this.
+    """
+    (r1, c1, t1), (r2, c2, t2) = _split(plain.choice), _split(streamed.choice)
+    differ = []
+    if bool(r1) != bool(r2):
+        differ.append("reasoning" + (" (the stream has none)" if r1 else " (only the stream's)"))
+    elif r1 != r2 and _squeezed(r1 + c1) == _squeezed(r2 + c2):
+        differ.append("reasoning and content (the same text, split elsewhere)")
+    if t1 != t2:
+        differ.append(f"tool calls ({list(t1)} against the stream's {list(t2)})")
+    if not differ:
+        return []
+    return [
+        Finding(
+            "stream_split_differs",
+            f"at temperature 0 the stream and the non-stream answer differ in {'; '.join(differ)}",
+            expected={"reasoning": excerpt(r1, 120), "content": excerpt(c1, 120), "calls": t1},
+            actual={"reasoning": excerpt(r2, 120), "content": excerpt(c2, 120), "calls": t2},
+            compare=True,
+        )
+    ]
+
+
+def paired(
+    plain: tuple[ChatResult, list[Finding]],
+    streamed: tuple[ChatResult, list[Finding]],
+    *,
+    compare: bool,
+) -> list[Finding]:
+    """Both answers' findings, or only the stream's difference when that is the cause (pure).
+
+    When the non-stream answer is right and the stream's differs from it, the stream path is
+    what is wrong: its own findings are consequences, named in the difference's message.
+    """
+    (a, found_a), (b, found_b) = plain, streamed
+    if compare and not found_a and a.ok and b.ok:
+        difference = split_findings(a, b)
+        if difference:
+            if found_b:
+                also = ", ".join(sorted({f.code for f in found_b}))
+                head = difference[0]
+                message = f"{head.message}; on the stream alone that is: {also}"
+                difference = [dataclasses.replace(head, message=message)]
+            return difference
+    return found_a + found_b
+
+
+def structured_findings(
+    result: ChatResult, response_format: Mapping[str, Any], dialect: Dialect, attempt: str
+) -> list[Finding]:
+    """response_format with thinking on: the JSON in content, the reasoning kept (pure)."""
+    findings = [
+        f
+        for f in answer_findings(result, dialect, thinking=True, attempt=attempt)
+        if f.code not in ("thinking_not_honoured", "reasoning_only_response")
+    ]
+    choice = result.choice
+    if choice is None or unreadable_findings(result, attempt):
+        return findings
+    spec = response_format.get("json_schema") or {}
+    schema = (
+        spec.get("schema", {"type": "object"})
+        if response_format.get("type") == "json_schema"
+        else {"type": "object"}
+    )
+    parsed = parse_json_output(choice.content)
+    invalid = (
+        list(
+            schema_findings(schema, parsed.value, code="structured_output_invalid", attempt=attempt)
+        )
+        if parsed.found
+        else []
+    )
+    if parsed.found and parsed.code is None and not invalid:
+        if not _text(choice.reasoning) and not dialect.json_ends_thinking:
+            findings.append(
+                Finding(
+                    "thinking_mode_overridden",
+                    "thinking is on, but asking for JSON gave an answer without reasoning",
+                    attempt=attempt,
+                )
+            )
+        return findings
+    if any(f.code == "reasoning_markers_in_content" for f in findings):
+        return findings
+    in_reasoning = parse_json_output(choice.reasoning)
+    if (
+        not _text(choice.content)
+        and in_reasoning.found
+        and compiled_validator(schema).is_valid(in_reasoning.value)
+    ):
+        findings.append(
+            Finding(
+                "structured_output_in_reasoning",
+                "the JSON answer came as reasoning; content is empty",
+                actual=excerpt(choice.reasoning, 200),
+                attempt=attempt,
+            )
+        )
+        return findings
+    detail = invalid[0].message if invalid and parsed.code is None else parsed.detail
+    findings.append(
+        Finding(
+            "structured_output_invalid",
+            f"with thinking on, the content is not the JSON asked for: {detail}",
+            "$.choices[0].message.content",
+            actual=excerpt(choice.content, 200),
+            attempt=attempt,
+        )
+    )
+    return findings
+
+
+# What the structured check says when asking for JSON is what changed the reasoning; the
+# control (the same request without response_format) decides whether JSON is the cause.
+JSON_CAUSED = frozenset({"thinking_mode_overridden", "structured_output_in_reasoning"})
+
+
+def attributed(findings: Sequence[Finding], control: ChatResult) -> list[Finding]:
+    """The structured findings, with JSON named as the cause only where the control says so.
+
+    `control` answered the same request without response_format. If it has no reasoning
+    either, thinking is not honoured at all (not "JSON switched it off"); if it is all
+    reasoning too, every answer comes as reasoning (not "the JSON went there") (pure).
+    """
+    choice = control.choice
+    reasoning = _text(choice.reasoning) if choice else ""
+    answered = bool(choice and (_text(choice.content) or choice.tool_calls))
+    out = []
+    for finding in findings:
+        if finding.code == "thinking_mode_overridden" and control.ok and not reasoning:
+            finding = dataclasses.replace(
+                finding,
+                code="thinking_not_honoured",
+                message="thinking is on, but neither the JSON answer nor the same request "
+                "without response_format has reasoning",
+            )
+        elif finding.code == "structured_output_in_reasoning" and control.ok and not answered:
+            finding = dataclasses.replace(
+                finding,
+                code="reasoning_only_response",
+                message="the JSON answer came as reasoning, and so does the answer to the same "
+                "request without response_format: every answer is all reasoning",
+            )
+        out.append(finding)
+    return out
+
+
+def effort_findings(
+    lengths: Mapping[str, Sequence[int]], levels: Sequence[str]
+) -> tuple[list[Finding], dict[str, Any]]:
+    """Reasoning longer at the highest effort level than at the lowest, prompt by prompt (pure).
+
+    A sign test over the prompts: the share whose highest-level reasoning is strictly longer
+    than its lowest-level one, with its 95% Wilson interval. Above :data:`EFFORT_ORDERED`
+    passes, below fails (``effort_not_honoured``); an interval across it decides nothing.
+
+    Raises:
+        _Undecided: the interval straddles the threshold.
+    """
+    low, high = lengths[levels[0]], lengths[levels[-1]]
+    longer = sum(h > lo for lo, h in zip(low, high, strict=True))
+    interval = wilson_interval(longer, len(low))
+    adjacent = [
+        (a, b)
+        for first, second in itertools.pairwise(levels)
+        for a, b in zip(lengths[first], lengths[second], strict=True)
+    ]
+    metrics = {
+        "levels": list(levels),
+        "mean_tokens": {level: sum(v) / len(v) for level, v in lengths.items() if v},
+        "ordered": rate(longer, len(low)),
+        "adjacent_ordered": rate(sum(b > a for a, b in adjacent), len(adjacent)),
+    }
+    assert interval is not None  # the case has prompts (its schema says at least 4)
+    if not any(any(v) for v in lengths.values()):
+        return [
+            Finding(
+                "thinking_not_honoured",
+                f"no effort level ({', '.join(levels)}) gave any reasoning",
+            )
+        ], metrics
+    if interval[0] > EFFORT_ORDERED:
+        return [], metrics
+    if interval[1] < EFFORT_ORDERED:
+        return [
+            Finding(
+                "effort_not_honoured",
+                f"reasoning at {levels[-1]!r} was longer than at {levels[0]!r} for {longer} of "
+                f"{len(low)} prompts (95% interval {interval[0]:.2f}-{interval[1]:.2f}, below "
+                f"{EFFORT_ORDERED}): the effort level does not change the reasoning",
+                expected=f"longer at {levels[-1]!r}",
+                actual=metrics["mean_tokens"],
+            )
+        ], metrics
+    raise _Undecided(
+        "effort_undecided",
+        f"reasoning at {levels[-1]!r} was longer than at {levels[0]!r} for {longer} of "
+        f"{len(low)} prompts (95% interval {interval[0]:.2f}-{interval[1]:.2f}, across "
+        f"{EFFORT_ORDERED}): not enough evidence either way; add prompts to the case",
+    )
+
+
+def call_problem(
+    call_name: str | None, arguments: str | None, tools: Sequence[Mapping[str, Any]]
+) -> str | None:
+    """Why a next call in an agent loop is not a valid one, or None when it is (pure)."""
+    declared = {t["function"]["name"]: t["function"].get("parameters", {}) for t in tools}
+    if call_name not in declared:
+        return f"it calls {call_name!r}, which is not among the tools offered"
+    value = parse_arguments(arguments)
+    if value is None:
+        return f"its arguments are not JSON: {excerpt(arguments, 80)!r}"
+    errors = list(compiled_validator(declared[call_name]).iter_errors(value))
+    if errors:
+        return f"its arguments break the tool's schema: {errors[0].message}"
+    return None
+
+
+def followup_findings(
+    result: ChatResult, tools: Sequence[Mapping[str, Any]], attempt: str
+) -> list[Finding]:
+    """After a tool result: a non-empty answer or a valid next call (pure).
+
+    An answer that is all reasoning is ``reasoning_only_response`` (:func:`answer_findings`),
+    not also an empty follow-up; one with nothing at all is ``empty_followup``.
+    """
+    choice = result.choice
+    if choice is None:
+        return []
+    problems = [call_problem(c.name, c.arguments, tools) for c in choice.tool_calls]
+    wrong = [p for p in problems if p]
+    if wrong:
+        return [
+            Finding(
+                "followup_call_invalid",
+                f"after a tool result the next call is not valid: {wrong[0]}",
+                attempt=attempt,
+            )
+        ]
+    if not choice.tool_calls and not _text(choice.content) and not _text(choice.reasoning):
+        return [
+            Finding(
+                "empty_followup",
+                f"after a tool result the answer is empty: no content, no reasoning, no call "
+                f"(finish_reason {choice.finish_reason!r})",
+                "$.choices[0].message",
+                actual={"content": choice.content, "reasoning": excerpt(choice.reasoning, 120)},
+                attempt=attempt,
+            )
+        ]
+    return []
+
+
+def _dialect(ctx: RunContext) -> tuple[Profile, Dialect]:
+    profile = ctx.profile
+    if profile is None:
+        raise _Unsupported("needs a reference profile (--profile) with a reasoning dialect")
+    dialect = profile.dialect
+    if dialect is None:
+        raise _Unsupported("the profile declares no thinking dialect")
+    return profile, dialect
+
+
+def _on(dialect: Dialect) -> Mapping[str, Any]:
+    if dialect.on is None:
+        raise _Unsupported("the profile declares no way to turn thinking on")
+    return dialect.on
+
+
+def _base(case: Case, ctx: RunContext, *extra: Mapping[str, Any]) -> dict[str, Any]:
+    data = case.data
+    fields: dict[str, Any] = {"messages": list(data["messages"])}
+    for key in ("tools", "tool_choice", "max_tokens", "response_format"):
+        if key in data:
+            fields[key] = data[key]
+    return merged(ctx.request(**fields), *extra)
+
+
+def _both(
+    request: Mapping[str, Any], label: str
+) -> Generator[Request, ChatResult, list[ChatResult]]:
+    results = []
+    for name, stream in MODES:
+        result = yield Chat(request, f"{label}-{name}", stream=stream)
+        if not result.ok:
+            raise _Rejected(result)
+        results.append(result)
+    return results
+
+
+def _run_switch(case: Case, ctx: RunContext) -> Graded:
+    profile, dialect = _dialect(ctx)
+    thinking = case.data["check"] == "thinking_on"
+    if thinking:
+        fields = _on(dialect)
+    elif dialect.off is None:
+        raise _Unsupported(
+            "the model always reasons: its contract has no way to turn thinking off"
+            if dialect.always_on
+            else "the profile declares no way to turn thinking off"
+        )
+    else:
+        fields = dialect.off
+    plain, streamed = yield from _both(_base(case, ctx, fields), case.data["check"])
+    if any(truncated(r) for r in (plain, streamed)):
+        raise _Undecided(
+            "reasoning_truncated",
+            "an answer ran out of max_tokens inside its reasoning; raise the case's max_tokens",
+        )
+    graded = [
+        (
+            r,
+            answer_findings(
+                r, dialect, thinking=thinking, tokenizer=profile.tokenizer, attempt=r.label
+            ),
+        )
+        for r in (plain, streamed)
+    ]
+    findings = paired(graded[0], graded[1], compare=not ctx.sampled)
+    only = sum(1 for r, _ in graded if thinking and _reasoning_only(r))
+    return findings, {"requests": 2, "answers": 2 if thinking else 0, "reasoning_only": only}
+
+
+def _reasoning_only(result: ChatResult) -> bool:
+    choice = result.choice
+    return bool(
+        choice is not None
+        and _text(choice.reasoning)
+        and not _text(choice.content)
+        and not choice.tool_calls
+    )
+
+
+def _run_structured(case: Case, ctx: RunContext) -> Graded:
+    _, dialect = _dialect(ctx)
+    request = _base(case, ctx, _on(dialect))
+    plain, streamed = yield from _both(request, "structured")
+    if any(truncated(r) for r in (plain, streamed)):
+        raise _Undecided(
+            "reasoning_truncated",
+            "an answer ran out of max_tokens inside its reasoning; raise the case's max_tokens",
+        )
+    response_format = case.data["response_format"]
+    graded = [
+        (r, structured_findings(r, response_format, dialect, r.label)) for r in (plain, streamed)
+    ]
+    requests = 2
+    if any(f.code in JSON_CAUSED for _, found in graded for f in found):
+        control = yield Chat(
+            {k: v for k, v in request.items() if k != "response_format"}, "without-format"
+        )
+        requests += 1
+        graded = [(r, attributed(found, control)) for r, found in graded]
+    return paired(graded[0], graded[1], compare=not ctx.sampled), {"requests": requests}
+
+
+def _run_effort(case: Case, ctx: RunContext) -> Graded:
+    profile, dialect = _dialect(ctx)
+    effort = dialect.effort
+    if effort is None:
+        raise _Unsupported("the profile declares no reasoning effort levels")
+    lengths: dict[str, list[int]] = {level: [] for level in effort.levels}
+    findings: list[Finding] = []
+    requests = 0
+    for number, prompt in enumerate(case.data["prompts"], start=1):
+        for level in effort.levels:
+            fields = {"messages": [{"role": "user", "content": prompt}]}
+            if "max_tokens" in case.data:
+                fields["max_tokens"] = case.data["max_tokens"]
+            request = merged(ctx.request(**fields), dialect.on or {}, effort.fields(level))
+            result = yield Chat(request, f"prompt-{number}-{level}")
+            requests += 1
+            if not result.ok:
+                raise _Rejected(result)
+            if truncated(result):
+                # A reasoning cut at max_tokens has no length to compare.
+                raise _Undecided(
+                    "reasoning_truncated",
+                    f"prompt {number} at {level!r} ran out of max_tokens inside its reasoning; "
+                    f"raise the case's max_tokens",
+                )
+            findings += [
+                f
+                for f in answer_findings(
+                    result,
+                    dialect,
+                    thinking=True,
+                    tokenizer=profile.tokenizer,
+                    attempt=f"prompt-{number}-{level}",
+                )
+                if f.code != "thinking_not_honoured"
+            ]
+            reasoning = result.choice.reasoning if result.choice else None
+            lengths[level].append(
+                len(profile.tokenizer.encode_ordinary(reasoning)) if reasoning else 0
+            )
+    if any(f.code == "reasoning_markers_in_content" for f in findings):
+        # The reasoning was not separated, so its length cannot be measured.
+        return findings, {"requests": requests}
+    ordered, metrics = effort_findings(lengths, effort.levels)
+    return findings + ordered, {"requests": requests, "effort": metrics}
+
+
+def _tool_message(call_id: str | None, content: str) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": call_id, "content": content}
+
+
+def _result_for(results: Mapping[str, Sequence[str]], name: str, used: Counter[str]) -> str:
+    """The scripted result of the `used[name]`-th call to `name` (the last one repeats)."""
+    scripted = results.get(name) or [DEFAULT_RESULT]
+    text = scripted[min(used[name], len(scripted) - 1)]
+    used[name] += 1
+    return text
+
+
+def _prompt_findings(
+    ctx: RunContext, profile: Profile, request: Mapping[str, Any], result: ChatResult, name: str
+) -> Generator[Request, ChatResult, list[Finding]]:
+    """A follow-up's usage.prompt_tokens against the reference rendering of what was sent."""
+    count = (result.usage or {}).get("prompt_tokens")
+    if not isinstance(count, int):
+        return []
+    rendering = profile.with_template_variables(request.get("chat_template_kwargs") or {})
+    conversation = Conversation(request["messages"], request.get("tools"))
+    if count == len(reference(rendering, conversation).ids):
+        return []
+    seen = yield from observe(ctx, conversation, count, name, full=True)
+    found = grade(rendering, "reasoning_history", [(conversation, seen)])
+    return [dataclasses.replace(f, attempt=name) for f in found]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Turn:
+    """One request of an agent loop, graded.
+
+    Args:
+        name: the request's name (``stream-turn-2``).
+        result: its answer.
+        findings: what it got wrong.
+        followup: whether it was a good follow-up to a tool result; None for the first turn.
+    """
+
+    name: str
+    result: ChatResult
+    findings: list[Finding]
+    followup: bool | None = None
+
+
+def _sent_reasoning(messages: Sequence[Mapping[str, Any]]) -> bool:
+    """Every tool-call turn of a history carries its reasoning."""
+    return all(
+        any(m.get(field) for field in FIELDS)
+        for m in messages
+        if m.get("role") == "assistant" and m.get("tool_calls")
+    )
+
+
+def _run_loop(
+    case: Case, ctx: RunContext, profile: Profile, dialect: Dialect, label: str, stream: bool
+) -> Generator[Request, ChatResult, list[Turn]]:
+    """One agent loop in one mode, turn by turn, until an answer without calls."""
+    data = case.data
+    tools = data["tools"]
+    messages: list[dict[str, Any]] = [dict(m) for m in data["messages"]]
+    used: Counter[str] = Counter()
+    turns: list[Turn] = []
+    for turn in range(1, data.get("max_turns", 4) + 1):
+        after_tool = messages[-1].get("role") == "tool"
+        choice_field = data.get("first_tool_choice", "auto") if turn == 1 else "auto"
+        sent = dialect.replayed(messages)
+        request = merged(
+            ctx.request(messages=sent, tools=tools, tool_choice=choice_field), _on(dialect)
+        )
+        name = f"{label}-turn-{turn}"
+        result = yield Chat(request, name, stream=stream)
+        if not result.ok:
+            if turn == 1:
+                raise _Rejected(result)
+            if not _sent_reasoning(sent) and dialect.tool_turns_need_reasoning:
+                # The model gave a call without reasoning, and the contract's API refuses such a
+                # history: the refusal is right (the missing reasoning is already reported).
+                return turns
+            error = (result.error_object or {}).get("message", "")
+            refused = Finding(
+                "history_rejected",
+                f"turn {turn}, with the model's own reasoning in its history, was refused "
+                f"with HTTP {result.status}: {error!s:.160}",
+                expected="2xx",
+                actual=result.status,
+                attempt=name,
+            )
+            return [*turns, Turn(name, result, [refused])]
+        if truncated(result):
+            raise _Undecided(
+                "reasoning_truncated",
+                f"{name} ran out of max_tokens inside its reasoning; raise the case's max_tokens",
+            )
+        found = answer_findings(
+            result,
+            dialect,
+            thinking=True,
+            tokenizer=profile.tokenizer,
+            attempt=name,
+            followup=after_tool,
+        )
+        good: bool | None = None
+        if after_tool:
+            found += yield from _prompt_findings(ctx, profile, request, result, name)
+            followed = followup_findings(result, tools, name)
+            found += followed
+            good = not followed and not any(f.code == "reasoning_only_response" for f in found)
+        turns.append(Turn(name, result, found, good))
+        choice = result.choice
+        if (
+            choice is None
+            or not choice.tool_calls
+            or "followup_call_invalid" in {f.code for f in found}
+        ):
+            return turns
+        assistant: dict[str, Any] = {
+            "role": "assistant",
+            "content": choice.content or None,
+            "tool_calls": [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments},
+                }
+                for c in choice.tool_calls
+            ],
+        }
+        if choice.reasoning:
+            # Back in the field the contract names (a client of the lab's API sends that),
+            # else in the one it came in.
+            field = dialect.field or choice.reasoning_field or dialect.history_field
+            assistant[field] = choice.reasoning
+        messages.append(assistant)
+        messages += [
+            _tool_message(c.id, _result_for(data.get("results", {}), c.name or "", used))
+            for c in choice.tool_calls
+        ]
+    return turns
+
+
+def loop_findings(
+    plain: Sequence[Turn], streamed: Sequence[Turn], *, compare: bool
+) -> list[Finding]:
+    """Both loops' findings, turn against turn, until the stream's path departs (pure).
+
+    At temperature 0 the two loops must take the same path: where a stream turn differs from
+    a right non-stream turn, that difference is reported (:func:`paired`) and the stream
+    loop's later turns, which answer another conversation, are not graded.
+    """
+    findings: list[Finding] = []
+    departed = False
+    for a, b in itertools.zip_longest(plain, streamed):
+        if a is None or b is None or departed:
+            findings += a.findings if a is not None else ([] if departed else b.findings)
+            continue
+        pair = paired((a.result, a.findings), (b.result, b.findings), compare=compare)
+        if any(f.code == "stream_split_differs" for f in pair):
+            departed = True
+            pair = [
+                dataclasses.replace(f, attempt=b.name) if f.code == "stream_split_differs" else f
+                for f in pair
+            ]
+        findings += pair
+    return findings
+
+
+def _run_agent_loop(case: Case, ctx: RunContext) -> Graded:
+    profile, dialect = _dialect(ctx)
+    _on(dialect)
+    loops = []
+    for label, stream in MODES:
+        loops.append((yield from _run_loop(case, ctx, profile, dialect, label, stream)))
+    plain, streamed = loops
+    findings = loop_findings(plain, streamed, compare=not ctx.sampled)
+    followups = [
+        {"turn": int(t.name.rsplit("-", 1)[1]), "ok": t.followup}
+        for t in (*plain, *streamed)
+        if t.followup is not None
+    ]
+    return findings, {"requests": len(plain) + len(streamed), "followups": followups}
+
+
+def _run_invalid_history(case: Case, ctx: RunContext) -> Graded:
+    _, dialect = _dialect(ctx)
+    if not dialect.tool_turns_need_reasoning:
+        raise _Unsupported(
+            "the model's contract does not say its API refuses a tool-call turn without its "
+            "reasoning"
+        )
+    messages = [{k: v for k, v in m.items() if k not in FIELDS} for m in case.data["messages"]]
+    request = merged(ctx.request(messages=messages, tools=case.data["tools"]), _on(dialect))
+    what = "a tool-call turn sent back without its reasoning (the lab's API refuses it)"
+    try:
+        result = yield Chat(request, "without-reasoning", keep_persistent_5xx=True)
+    except EndpointTimeout as exc:
+        return [hang_finding(exc, what, "invalid_history")], {"requests": 1}
+    return rejection_findings(result, what, "invalid_history", "without-reasoning"), {"requests": 1}
+
+
+RUNS = {
+    "thinking_on": _run_switch,
+    "thinking_off": _run_switch,
+    "structured": _run_structured,
+    "effort": _run_effort,
+    "agent_loop": _run_agent_loop,
+    "invalid_history": _run_invalid_history,
+}
+
+
+def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Per check, the statuses; the reasoning-only rate, follow-ups by turn, effort (pure)."""
+    checks: dict[str, Counter[str]] = {}
+    answers = only = 0
+    turns: dict[int, list[int]] = {}
+    longer = prompts = 0
+    for record in records:
+        metrics = record.outcome.metrics
+        checks.setdefault(metrics.get("check", "?"), Counter())[record.status] += 1
+        answers += metrics.get("answers", 0)
+        only += metrics.get("reasoning_only", 0)
+        for followup in metrics.get("followups", ()):
+            counts = turns.setdefault(int(followup["turn"]), [0, 0])
+            counts[0] += bool(followup["ok"])
+            counts[1] += 1
+        ordered = (metrics.get("effort") or {}).get("ordered")
+        if ordered:
+            longer += ordered["successes"]
+            prompts += ordered["trials"]
+    succeeded = sum(ok for ok, _ in turns.values())
+    total = sum(n for _, n in turns.values())
+    return {
+        "checks": {k: dict(sorted(v.items())) for k, v in sorted(checks.items())},
+        "reasoning_only": rate(only, answers),
+        "followups": {
+            "all": rate(succeeded, total),
+            "by_turn": {str(t): rate(*turns[t]) for t in sorted(turns)},
+        },
+        "effort_ordered": rate(longer, prompts),
+    }
+
+
+def cost(case: Case) -> float:
+    """Two answers (or loops of turns) per case; effort asks each prompt at each level."""
+    data = case.data
+    check = data["check"]
+    if check == "effort":
+        return 3.0 * len(data["prompts"])
+    if check == "agent_loop":
+        return 2.0 * int(data.get("max_turns", 4))
+    return QUICK if check == "invalid_history" else 2.0
+
+
+@family("reasoning", summarize=summarize, cost=cost)
+def run(case: Case, ctx: RunContext) -> Exchange:
+    """The thinking channel, its switch and effort, and multi-turn agent loops."""
+    check = case.data["check"]
+    try:
+        findings, metrics = yield from RUNS[check](case, ctx)
+    except _Unsupported as exc:
+        return unsupported(str(exc), {"check": check, "requests": 0})
+    except _Rejected as refused:
+        return rejected(check, refused.result, {"check": check, "requests": len(ctx.observed)})
+    except _Undecided as exc:
+        return Outcome(
+            Status.ERROR,
+            code=exc.code,
+            message=str(exc),
+            metrics={"check": check, "requests": len(ctx.observed)},
+        )
+    return Outcome.from_findings(findings, metrics={**metrics, "check": check})
