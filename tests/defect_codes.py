@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
+from collections.abc import Callable, Mapping
 
-from tests.conftest import KIMI_PROFILE, KIMI_THINKING_PROFILE, KIMI_VISION_PROFILE, VerifierRun
+from tests.conftest import VerifierRun
 from tests.defect_table import Row
 from verifier import resources
 from verifier.simulator.process import SimulatorProcess
 
-PROFILES = {
-    "kimi-k2": KIMI_PROFILE,
-    "vision": KIMI_VISION_PROFILE,
-    "thinking": KIMI_THINKING_PROFILE,
-}
 
+def check_row(
+    row: Row, run_verifier: Callable[..., VerifierRun], profiles: Mapping[str, str]
+) -> None:
+    """Run the row's families against the vendor with its defect; assert their exact codes.
 
-def check_row(row: Row, run_verifier: Callable[..., VerifierRun], small_profile_dir: Path) -> None:
-    """Run the row's families against the vendor with its defect; assert their exact codes."""
-    profile = str(small_profile_dir) if row.profile == "small" else PROFILES[row.profile]
+    `profiles` is the ``defect_profiles`` fixture: the ``--profile`` of each row profile name.
+    """
+    profile = profiles[row.profile]
     # One vendor per row, stopped at once: dozens of idle vendors would hold memory all session.
     vendor = SimulatorProcess(["--profile", profile, "--defect", row.defect])
     try:

@@ -22,7 +22,15 @@ import dataclasses
 
 from verifier.simulator.defects import CATALOGUE
 
-FAMILIES = ("structured_output", "tool_calling", "chat_template", "tokenizer", "vision", "wire")
+FAMILIES = (
+    "structured_output",
+    "tool_calling",
+    "chat_template",
+    "tokenizer",
+    "vision",
+    "wire",
+    "reasoning",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,8 +41,9 @@ class Row:
         defect: the ``--defect`` value (with its parameter where one is needed).
         codes: family -> the exact set of codes it gives; families not named give none.
         profile: the profile both sides use: ``kimi-k2``, ``vision`` (with the test vision
-            projector's image rule), ``thinking`` (Kimi K2 Thinking's template) or ``small``
-            (the small test profile, which declares thinking and sampling policies).
+            projector's image rule), ``thinking`` (Kimi K2 Thinking: its contract, its template,
+            the Kimi tokenizer) or ``small`` (the small test profile, which declares a
+            thinking dialect and sampling policies).
         verifier: verifier options (``--repeats tool_calling=2`` unless they say otherwise).
         why: why a second code or family is right, where there is one.
         families: the families run (all six but for transport faults).
@@ -151,7 +160,6 @@ ROWS: tuple[Row, ...] = (
     _row("max-tokens-not-honoured", wire={"max_tokens_not_honoured"}),
     _row("completion-tokens-inflated", wire={"completion_tokens_mismatch"}),
     _row("seed-ignored", wire={"seed_not_reproducible"}),
-    _row("thinking-ignored", profile="small", wire={"thinking_not_honoured"}),
     _row("sampling-limits-ignored", profile="small", wire={"sampling_limit_not_enforced"}),
     _row("sampling-pins-ignored", profile="small", wire={"sampling_pin_violated"}),
     _row("sampling-pins-refused", profile="small", wire={"sampling_pin_violated"}),
@@ -180,8 +188,11 @@ ROWS: tuple[Row, ...] = (
     ),
     _row(
         "template-drops-reasoning",
+        "the reasoning family's agent loops replay the model's reasoning, which K2 Thinking's "
+        "template renders for the current loop: their follow-ups are short by it too",
         profile="thinking",
         chat_template={"reasoning_history_dropped"},
+        reasoning={"reasoning_history_dropped"},
     ),
     _row("template-reasoning-in-content", chat_template={"reasoning_in_content"}),
     _row("template-continues-final-assistant", chat_template={"assistant_prefill"}),
@@ -222,6 +233,29 @@ ROWS: tuple[Row, ...] = (
         verifier=("--concurrency", "4"),
         structured_output={"not_json"},
     ),
+    # reasoning: the small profile declares a thinking switch, raw tags, effort levels, a
+    # history rule and the refusal of a tool-call turn without its reasoning.
+    _row("thinking-ignored", profile="small", reasoning={"thinking_not_honoured"}),
+    _row("thinking-off-ignored", profile="small", reasoning={"thinking_not_honoured"}),
+    _row("thinking-off-answer-in-reasoning", profile="small", reasoning={"content_in_reasoning"}),
+    _row("reasoning-swallows-answer", profile="small", reasoning={"reasoning_only_response"}),
+    _row("reasoning-parser-off", profile="small", reasoning={"reasoning_markers_in_content"}),
+    _row("tool-markup-in-reasoning", profile="small", reasoning={"markers_in_reasoning"}),
+    _row("reasoning-field-renamed", profile="small", reasoning={"reasoning_field_mismatch"}),
+    _row("json-in-reasoning", profile="small", reasoning={"structured_output_in_reasoning"}),
+    _row("json-ends-thinking", profile="small", reasoning={"thinking_mode_overridden"}),
+    _row("stream-reasoning-after-content", profile="small", reasoning={"reasoning_after_content"}),
+    _row(
+        "stream-drops-tool-calls-after-thinking",
+        profile="small",
+        reasoning={"stream_split_differs"},
+    ),
+    _row("effort-ignored", profile="small", reasoning={"effort_not_honoured"}),
+    _row("reasoning-tokens-miscounted", profile="small", reasoning={"reasoning_tokens_mismatch"}),
+    _row("empty-followup", profile="small", reasoning={"empty_followup"}),
+    _row("followup-calls-unknown-tool", profile="small", reasoning={"followup_call_invalid"}),
+    _row("missing-reasoning-accepted", profile="small", reasoning={"invalid_history_accepted"}),
+    _row("reasoning-history-rejected", profile="small", reasoning={"history_rejected"}),
     # Transport faults: retried and absorbed, never a vendor's conformance code.
     _fault("http-500-every-3rd"),
     # Each third request waits its Retry-After second: the wire family alone.

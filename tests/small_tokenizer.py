@@ -10,11 +10,29 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-SPECIALS = ["<s>", "</s>", "<|system|>", "<|user|>", "<|assistant|>", "<|tool|>", "<|end|>"]
+SPECIALS = [
+    "<s>",
+    "</s>",
+    "<|system|>",
+    "<|user|>",
+    "<|assistant|>",
+    "<|tool|>",
+    "<|end|>",
+    "<think>",
+    "</think>",
+]
+# Reasoning is rendered for the assistant turns after the last user message (the current
+# tool-call loop), as Kimi K2 Thinking's and Qwen3's templates do; thinking off writes an
+# empty think block after the generation prompt, as Qwen3's does.
 TEMPLATE = (
     "{{ bos_token }}"
+    "{% set ns = namespace(last=-1) %}"
+    "{% for m in messages %}{% if m['role'] == 'user' %}{% set ns.last = loop.index0 %}"
+    "{% endif %}{% endfor %}"
     "{% for m in messages %}"
     "<|{{ m['role'] }}|>"
+    "{% if m['role'] == 'assistant' and m.get('reasoning_content') and loop.index0 > ns.last %}"
+    "<think>{{ m['reasoning_content'] }}</think>{% endif %}"
     "{% if m['content'] is string %}{{ m['content'] }}"
     "{% elif m['content'] %}{% for part in m['content'] %}{{ part['text'] }}{% endfor %}{% endif %}"
     "{% for call in m.get('tool_calls') or [] %}[call {{ call['function']['name'] }} "
@@ -22,7 +40,8 @@ TEMPLATE = (
     "<|end|>\n"
     "{% endfor %}"
     "{% if tools %}<|system|>tools: {{ tools | tojson }}<|end|>\n{% endif %}"
-    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+    "{% if add_generation_prompt %}<|assistant|>"
+    "{% if thinking is defined and not thinking %}<think></think>{% endif %}{% endif %}"
 )
 
 
@@ -38,6 +57,14 @@ POLICIES = {
         # One pin the vendor must refuse other values of, one it must accept and replace.
         "frequency_penalty": {"fixed": 0, "off_policy": "reject"},
         "presence_penalty": {"fixed": 0, "off_policy": "coerce"},
+    },
+    "reasoning": {
+        "field": "reasoning_content",
+        "tags": {"start": "<think>", "end": "</think>"},
+        "tool_markers": ["[call "],
+        "effort": {"field": "reasoning_effort", "levels": ["low", "medium", "high"]},
+        "history": "tool_turns",
+        "tool_turns_need_reasoning": True,
     },
     "served_models": ["small-test-model"],
     "features": {"partial_prefill": True},

@@ -29,8 +29,14 @@ from verifier.simulator.process import SimulatorProcess
 CONTRACTS = builtin_names()
 # Keys of a profile file that are about the file, not facts about the model.
 NOT_FACTS = {"description", "version", "sources", "cites"}
-# The checks a contract drives (wire checks, the chat_template partial probe), and what each
-# needs the contract to state.
+
+
+def _thinks(c: dict[str, Any]) -> bool:
+    return "thinking" in c or bool(c.get("reasoning", {}).get("always_on"))
+
+
+# The checks a contract drives (wire checks, the chat_template partial probe, the reasoning
+# family's checks), and what each needs the contract to state.
 CONTRACT_CHECKS = {
     "partial": lambda c: bool(c.get("features", {}).get("partial_prefill")),
     "served_model": lambda c: bool(c.get("served_models")),
@@ -40,7 +46,12 @@ CONTRACT_CHECKS = {
     "sampling_limits": lambda c: any(
         "min" in p or "max" in p for p in c.get("sampling", {}).values()
     ),
-    "thinking": lambda c: "thinking" in c,
+    "thinking_on": _thinks,
+    "thinking_off": lambda c: "thinking" in c and not c.get("reasoning", {}).get("always_on"),
+    "structured": _thinks,
+    "agent_loop": _thinks,
+    "effort": lambda c: "effort" in c.get("reasoning", {}),
+    "invalid_history": lambda c: bool(c.get("reasoning", {}).get("tool_turns_need_reasoning")),
 }
 # A vendor that answers as another model, accepts every sampling value, never reasons and
 # answers a partial message instead of continuing it: the codes each contract's checks give
@@ -55,19 +66,19 @@ CODES = {
     "deepseek-v3.2": {"served_model_mismatch", "thinking_not_honoured"},
     "deepseek-v4": {"served_model_mismatch", "thinking_not_honoured"},
     "glm-4.5": {"served_model_mismatch", "thinking_not_honoured"},
-    "gpt-oss": {"served_model_mismatch"},
+    "gpt-oss": {"served_model_mismatch", "thinking_not_honoured"},
     "kimi-k2": {"served_model_mismatch"},
-    "kimi-k2-thinking": {"served_model_mismatch"},
+    "kimi-k2-thinking": {"served_model_mismatch", "thinking_not_honoured"},
     "kimi-k2.5": {
         "served_model_mismatch",
         "sampling_pin_violated",
         "thinking_not_honoured",
         "partial_prefill_ignored",
     },
-    "kimi-k3": {"served_model_mismatch", "sampling_pin_violated"},
+    "kimi-k3": {"served_model_mismatch", "sampling_pin_violated", "thinking_not_honoured"},
     "qwen3": {"served_model_mismatch", "thinking_not_honoured"},
 }
-FAMILIES = ("wire", "chat_template")
+FAMILIES = ("wire", "chat_template", "reasoning")
 CASES = load_corpus(list(FAMILIES)).cases
 
 
@@ -119,7 +130,7 @@ def stand_in(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Model files for the contracts' checks, which read no file: Kimi's, in a plain folder.
 
     The wire checks a contract drives compare answers with the contract (model ids, sampling
-    pins, the thinking switch); the template and tokenizer only count usage, the same way on
+    pins, the reasoning dialect); the template and tokenizer only count usage, the same way on
     both sides. Only Kimi's files are at hand offline, so every contract borrows them.
     """
     folder = tmp_path_factory.mktemp("stand-in")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
@@ -18,6 +17,6 @@ MODEL = [r for r in ROWS if catalogue_family(r) in ("wire", "chat_template", "to
 
 @pytest.mark.parametrize("row", MODEL, ids=lambda row: row.defect)
 def test_defect_gives_exactly_its_codes(
-    row: Row, run_verifier: Callable[..., VerifierRun], small_profile_dir: Path
+    row: Row, run_verifier: Callable[..., VerifierRun], defect_profiles: dict[str, str]
 ) -> None:
-    check_row(row, run_verifier, small_profile_dir)
+    check_row(row, run_verifier, defect_profiles)

@@ -15,14 +15,17 @@ from .defects import (
     FINISH_REASON_RAW_TOKEN,
     LOGPROBS_INCONSISTENT,
     N_IGNORED,
+    REASONING_TOKENS_MISCOUNTED,
     SERVED_MODEL_SUBSTITUTED,
     STREAM_CHUNK_ID_CHANGES,
     STREAM_CONTENT_DIFFERS,
+    STREAM_DROPS_TOOL_CALLS_AFTER_THINKING,
     STREAM_EMPTY_DELTA,
     STREAM_FINISH_REASON_MISSING,
     STREAM_NO_DONE,
     STREAM_NO_ROLE,
     STREAM_NO_USAGE,
+    STREAM_REASONING_AFTER_CONTENT,
     STREAM_ROLE_REPEATED,
     STREAM_USAGE_UNREQUESTED,
     SUBSTITUTE_MODEL,
@@ -31,7 +34,8 @@ from .defects import (
     USAGE_TOTAL_WRONG,
     Defects,
 )
-from .model import MODEL_ID, Path, Reply, ToolCall
+from .model import MODEL_ID, Path, Reply, ToolCall, tokenize
+from .thinking import call_markup
 
 FINGERPRINT = "fp_simulated"
 # Streamed tool-call arguments arrive in pieces of this many characters.
@@ -42,12 +46,22 @@ RAW_FINISH = "stop_163586"
 
 def usage_of(
     request: dict[str, Any], reply: Reply, choices: int, defects: Defects, path: Path
-) -> dict[str, int]:
-    """Usage: the prompt's tokens, and every choice's answer's."""
+) -> dict[str, Any]:
+    """Usage: the prompt's tokens, every choice's answer's, and their reasoning's (if any)."""
     prompt = path.prompt_tokens(request)
     completion = reply.completion_tokens * choices
     total = prompt + completion + (1 if defects.has(USAGE_TOTAL_WRONG) else 0)
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": total}
+    usage: dict[str, Any] = {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": total,
+    }
+    if reply.reasoning_tokens is not None:
+        reasoning = reply.reasoning_tokens * choices
+        if defects.has(REASONING_TOKENS_MISCOUNTED):
+            reasoning = completion
+        usage["completion_tokens_details"] = {"reasoning_tokens": reasoning}
+    return usage
 
 
 def choice_count(request: dict[str, Any], defects: Defects) -> int:
@@ -106,7 +120,7 @@ def completion_body(
     """The chat.completion object."""
     message: dict[str, Any] = {"role": "assistant", "content": reply.content}
     if reply.reasoning:
-        message["reasoning_content"] = reply.reasoning
+        message[reply.reasoning_field] = reply.reasoning
     if reply.tool_calls:
         message["tool_calls"] = [
             {
@@ -156,14 +170,16 @@ class _Chunks:
 
 
 def _stream_content(
-    chunks: _Chunks, index: int, reply: Reply, logprobs: dict[str, Any] | None
+    chunks: _Chunks, index: int, reply: Reply, logprobs: dict[str, Any] | None, more: str = ""
 ) -> None:
-    """A choice's role, reasoning and content chunks, one per token."""
+    """A choice's role, reasoning and content chunks, one per token (`more`: more reasoning)."""
     defects = chunks.defects
     if not defects.has(STREAM_NO_ROLE):
         chunks.add(index, {"role": "assistant", "content": ""})
-    if reply.reasoning:
-        chunks.add(index, {"reasoning_content": reply.reasoning})
+    pieces = tokenize(reply.reasoning or "") + ([more] if more else [])
+    late = pieces[-1:] if reply.tokens and defects.has(STREAM_REASONING_AFTER_CONTENT) else []
+    for piece in pieces[: len(pieces) - len(late)]:
+        chunks.add(index, {reply.reasoning_field: piece})
     repeat_role = defects.has(STREAM_ROLE_REPEATED)
     for position, token in enumerate(reply.tokens):
         delta = {"role": "assistant", "content": token} if repeat_role else {"content": token}
@@ -174,6 +190,8 @@ def _stream_content(
         chunks.add(index, delta, **extra)
         if position == 0 and defects.has(STREAM_EMPTY_DELTA):
             chunks.add(index, {})
+        if position == 0 and late:
+            chunks.add(index, {reply.reasoning_field: late[0]})
     if reply.tokens and defects.has(STREAM_CONTENT_DIFFERS):
         # The extra text comes with its logprob: the stream stays consistent with itself.
         space = {"token": " ", "logprob": -0.01, "bytes": [32], "top_logprobs": []}
@@ -208,13 +226,18 @@ def stream_events(
     }
     count = choice_count(request, defects)
     calls = reply.stream_tool_calls if reply.stream_tool_calls is not None else reply.tool_calls
+    finish = finish_of(reply, defects)
+    more = ""
+    if calls and reply.reasoning and defects.has(STREAM_DROPS_TOOL_CALLS_AFTER_THINKING):
+        # The stream parser never sees the reasoning end, so the calls stay reasoning text.
+        more, calls, finish = "\n" + call_markup(calls, path.dialect), [], "stop"
     logprobs = logprobs_of(request, reply.tokens, defects)
     chunks = _Chunks(base, defects)
     for index in range(count):
-        _stream_content(chunks, index, reply, logprobs)
+        _stream_content(chunks, index, reply, logprobs, more)
         _stream_tool_calls(chunks, index, calls)
         if not defects.has(STREAM_FINISH_REASON_MISSING):
-            chunks.add(index, {}, finish_of(reply, defects))
+            chunks.add(index, {}, finish)
     options = request.get("stream_options") or {}
     asked = options.get("include_usage") or defects.has(STREAM_USAGE_UNREQUESTED)
     if asked and not defects.has(STREAM_NO_USAGE):

@@ -249,9 +249,6 @@ SEED_IGNORED = _define(
     "wire",
     "answers differently to the same seed when temperature is above 0",
 )
-THINKING_IGNORED = _define(
-    "thinking-ignored", "wire", "never reasons, whatever the thinking dialect asks for"
-)
 SAMPLING_LIMITS_IGNORED = _define(
     "sampling-limits-ignored",
     "wire",
@@ -273,6 +270,98 @@ SERVED_MODEL_SUBSTITUTED = _define(
     "served-model-substituted",
     "wire",
     f"answers as another model: every answer's model is {SUBSTITUTE_MODEL!r}",
+)
+
+# reasoning (a profile with a thinking dialect: its switch, tags, effort and history rule)
+THINKING_IGNORED = _define(
+    "thinking-ignored", "reasoning", "never reasons, whatever the thinking dialect asks for"
+)
+THINKING_OFF_IGNORED = _define(
+    "thinking-off-ignored", "reasoning", "reasons before its answer even when thinking is off"
+)
+THINKING_OFF_ANSWER_IN_REASONING = _define(
+    "thinking-off-answer-in-reasoning",
+    "reasoning",
+    "with thinking off, its reasoning parser still takes the output for reasoning: the "
+    "answer comes as reasoning and content is empty (vllm#19839)",
+)
+REASONING_SWALLOWS_ANSWER = _define(
+    "reasoning-swallows-answer",
+    "reasoning",
+    "its reasoning parser misses the end of the reasoning: the whole reply comes as "
+    "reasoning, content empty, finish_reason stop (vllm#45736)",
+)
+REASONING_PARSER_OFF = _define(
+    "reasoning-parser-off",
+    "reasoning",
+    "parses no reasoning: the raw output, thinking tags and all, comes as content",
+)
+TOOL_MARKUP_IN_REASONING = _define(
+    "tool-markup-in-reasoning",
+    "reasoning",
+    "with thinking on, a call the model writes inside its reasoning stays there as markup "
+    "instead of becoming tool_calls",
+)
+REASONING_FIELD_RENAMED = _define(
+    "reasoning-field-renamed",
+    "reasoning",
+    "returns reasoning under the other field name (reasoning for reasoning_content, or the "
+    "reverse) than the model's contract states",
+)
+JSON_IN_REASONING = _define(
+    "json-in-reasoning",
+    "reasoning",
+    "with thinking on and response_format, the JSON answer comes as reasoning and content is "
+    "empty (vllm#41132)",
+)
+JSON_ENDS_THINKING = _define(
+    "json-ends-thinking",
+    "reasoning",
+    "asking for response_format silently switches thinking off (vllm#47027)",
+)
+STREAM_REASONING_AFTER_CONTENT = _define(
+    "stream-reasoning-after-content",
+    "reasoning",
+    "streams the last piece of the reasoning after the first content delta",
+)
+STREAM_DROPS_TOOL_CALLS_AFTER_THINKING = _define(
+    "stream-drops-tool-calls-after-thinking",
+    "reasoning",
+    "on a stream with reasoning, tool calls stay in the reasoning as markup and no "
+    "tool_calls delta comes (non-stream answers are right; vllm#53246)",
+)
+EFFORT_IGNORED = _define(
+    "effort-ignored", "reasoning", "reasons the same, whatever effort level is asked for"
+)
+REASONING_TOKENS_MISCOUNTED = _define(
+    "reasoning-tokens-miscounted",
+    "reasoning",
+    "reports every completion token as a reasoning token in "
+    "usage.completion_tokens_details.reasoning_tokens",
+)
+EMPTY_FOLLOWUP = _define(
+    "empty-followup",
+    "reasoning",
+    "with thinking on, answers a conversation that ends with a tool result with an empty "
+    "message: no content, no reasoning, no call (MoonshotAI/Kimi-K2#128)",
+)
+FOLLOWUP_CALLS_UNKNOWN_TOOL = _define(
+    "followup-calls-unknown-tool",
+    "reasoning",
+    "with thinking on, answers a conversation that ends with a tool result with a call to a "
+    "tool that was not offered",
+)
+MISSING_REASONING_ACCEPTED = _define(
+    "missing-reasoning-accepted",
+    "reasoning",
+    "accepts a tool-call turn sent back without its reasoning, which the model's contract "
+    "says the lab's API refuses (needs a contract that says so)",
+)
+REASONING_HISTORY_REJECTED = _define(
+    "reasoning-history-rejected",
+    "reasoning",
+    "refuses any assistant message that carries its reasoning (a request schema without "
+    "the field), HTTP 400",
 )
 
 # chat_template

@@ -16,9 +16,11 @@ from typing import Any, Protocol
 
 from jsonschema import Draft202012Validator
 
+from ..reference.dialect import Dialect
 from .conform import MISSING, conform
 from .defects import (
     COMPLETION_TOKENS_INFLATED,
+    FOLLOWUP_CALLS_UNKNOWN_TOOL,
     IGNORE_KEYWORD,
     IGNORE_RESPONSE_FORMAT,
     JSON_IN_MARKDOWN_FENCE,
@@ -27,7 +29,6 @@ from .defects import (
     SEED_IGNORED,
     STOP_NOT_HONOURED,
     STRICT_ACCEPTED_NOT_ENFORCED,
-    THINKING_IGNORED,
     TOOL_ARGS_NOT_JSON,
     TOOL_ARGS_VIOLATE_SCHEMA,
     TOOL_CALL_ID_FORMAT,
@@ -43,7 +44,8 @@ from .defects import (
     TRUNCATED_JSON_FINISH_STOP,
     Defects,
 )
-from .oracle import natural_calls
+from .oracle import natural_calls, planned_calls
+from .thinking import split, thinks
 from .vision import Eyes, answer
 
 MODEL_ID = "simulated-tiny"
@@ -120,11 +122,15 @@ class Reply:
     # The completion tokens the answer costs; None: count the toy tokens.
     counted: int | None = None
     reasoning: str | None = None
+    # The message field the reasoning goes out in.
+    reasoning_field: str = "reasoning_content"
+    # The reasoning's tokens (in usage.completion_tokens_details), when there is reasoning.
+    reasoning_tokens: int | None = None
 
     @property
     def content(self) -> str | None:
-        """The tokens joined (None for a reply that is only tool calls)."""
-        if not self.tokens and self.tool_calls:
+        """The tokens joined (None for a reply that is only tool calls or only reasoning)."""
+        if not self.tokens and (self.tool_calls or self.reasoning):
             return None
         return "".join(self.tokens)
 
@@ -144,6 +150,7 @@ class ToyPath:
         self.defects = defects
         self.eyes = Eyes(defects)
         self.named_call_ids = False
+        self.dialect: Dialect | None = None
 
     def prompt_tokens(self, request: dict[str, Any]) -> int:
         """Prompt tokens under the toy template, and the images'."""
@@ -168,6 +175,8 @@ class Path(Protocol):
     eyes: Eyes
     # Tool-call ids as Kimi's contract documents them (functions.NAME:IDX), not call_N_I.
     named_call_ids: bool
+    # The profile's reasoning dialect (None: the generic one).
+    dialect: Dialect | None
 
     def prompt_tokens(self, request: dict[str, Any]) -> int:
         """usage.prompt_tokens of a request."""
@@ -177,21 +186,6 @@ class Path(Protocol):
 
     def count(self, text: str) -> int:
         """Tokens of `text`."""
-
-
-REASONING = "The user wants a short answer; a greeting will do."
-
-
-def wants_thinking(request: dict[str, Any]) -> bool:
-    """The request turns reasoning on in one of the dialects vendors use."""
-    kwargs = request.get("chat_template_kwargs")
-    for key in ("thinking", "enable_thinking"):
-        if isinstance(kwargs, dict) and isinstance(kwargs.get(key), bool):
-            return bool(kwargs[key])
-    thinking = request.get("thinking")
-    if isinstance(thinking, dict) and thinking.get("type") in ("enabled", "disabled"):
-        return thinking["type"] == "enabled"
-    return request.get("reasoning_effort") in ("low", "medium", "high")
 
 
 def _plain_reply(request: dict[str, Any]) -> str:
@@ -256,7 +250,7 @@ def choose_calls(request: dict[str, Any], defects: Defects) -> list[dict[str, An
     tools = _tools_of(request)
     if not tools:
         return []
-    natural = [c for c in natural_calls(request) if c["name"] in tools]
+    natural = [c for c in natural_calls(request) or planned_calls(request) if c["name"] in tools]
     choice = request.get("tool_choice", "auto")
     if choice == "none":
         if not defects.has(TOOL_CHOICE_NONE_IGNORED):
@@ -395,10 +389,17 @@ def respond(
     """The model's reply to a (valid) chat-completions request (`number` orders the requests)."""
     path = path or ToyPath(defects)
     calls, streamed = tool_calls_for(request, defects, number, path.named_call_ids)
+    last = (request.get("messages") or [{}])[-1]
+    if (
+        defects.has(FOLLOWUP_CALLS_UNKNOWN_TOOL)
+        and last.get("role") == "tool"
+        and thinks(request, path.dialect, defects)
+    ):
+        calls, streamed = [ToolCall(f"call_{number}_0", "search_more", "{}")], None
     if calls:
         tokens = tokenize(kimi_markup(calls)) if defects.has(TOOL_MARKERS_IN_CONTENT) else []
         finish = "stop" if defects.has(TOOL_FINISH_REASON_STOP) else "tool_calls"
-        return Reply(tokens, finish, calls, streamed)
+        return _reasoned(Reply(tokens, finish, calls, streamed), request, defects, path)
     text = _structured_text(request, defects)
     seen = path.eyes.look(request)
     if text is None:
@@ -414,9 +415,41 @@ def respond(
         and defects.has(TRUNCATED_JSON_FINISH_STOP)
     ):
         finish = "stop"
-    reasoning = REASONING if wants_thinking(request) and not defects.has(THINKING_IGNORED) else None
-    if reasoning:
-        counted += path.count(reasoning)
-    if defects.has(COMPLETION_TOKENS_INFLATED):
-        counted *= 2
-    return Reply(tokenize(text), finish, counted=counted, reasoning=reasoning)
+    reply = _reasoned(Reply(tokenize(text), finish, counted=counted), request, defects, path)
+    if defects.has(COMPLETION_TOKENS_INFLATED) and reply.counted is not None:
+        reply.counted *= 2
+    return reply
+
+
+def _reasoned(reply: Reply, request: dict[str, Any], defects: Defects, path: Path) -> Reply:
+    """The reply as the vendor's reasoning parser splits the model's raw output."""
+    parsed = split(request, reply.content, reply.tool_calls, path.dialect, defects)
+    if parsed.reasoning is None and parsed.content is None:
+        return reply
+    if not parsed.calls_kept:
+        reply.tool_calls, reply.stream_tool_calls, reply.finish_reason = [], None, "stop"
+    if parsed.content is not None:
+        reply.tokens = tokenize(parsed.content)
+    reply.reasoning, reply.reasoning_field = parsed.reasoning, parsed.field
+    if parsed.reasoning:
+        _share_budget(reply, parsed.reasoning, max_tokens_of(request), path)
+    return reply
+
+
+def _share_budget(reply: Reply, reasoning: str, limit: int | None, path: Path) -> None:
+    """Reasoning and answer share max_tokens: the reasoning first, the answer in what is left."""
+    if limit is not None and path.count(reasoning) >= limit:
+        reply.reasoning, spent, _ = path.completion(reasoning, limit)
+        reply.reasoning_tokens, reply.counted = spent, spent
+        reply.tokens, reply.tool_calls, reply.stream_tool_calls = [], [], None
+        reply.finish_reason = "length"
+        return
+    reply.reasoning_tokens = path.count(reasoning)
+    if limit is not None and not reply.tool_calls:
+        text, spent, cut = path.completion("".join(reply.tokens), limit - reply.reasoning_tokens)
+        reply.tokens = tokenize(text)
+        reply.counted = spent + reply.reasoning_tokens
+        reply.finish_reason = "length" if cut else reply.finish_reason
+        return
+    base = reply.counted if reply.counted is not None else reply.completion_tokens
+    reply.counted = base + reply.reasoning_tokens

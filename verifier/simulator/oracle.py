@@ -5,7 +5,9 @@ the packaged tool-calling corpus it answers with the case's own expected calls
 (the first acceptable value of each argument), which is what a perfect model
 would do; for any other prompt it has no natural call. Contract cases (the
 ``tool_choice`` category) reuse the prompts of other cases, so their natural
-answer is the sibling's: that is what makes an ignored ``tool_choice`` visible.
+answer is the sibling's: that is what makes an ignored ``tool_choice`` visible. The reasoning
+corpus's agent loops state the calls a perfect model makes in order: the model makes the
+next one after each tool result, and answers once they are all made.
 """
 
 from __future__ import annotations
@@ -47,3 +49,34 @@ def natural_calls(request: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The calls the simulated model would make for `request` if it were free to choose."""
     key = request_key(request.get("messages", []), request.get("tools") or [])
     return [dict(call) for call in natural_calls_table().get(key, [])]
+
+
+def _last_user_text(messages: Sequence[Any]) -> str | None:
+    users = [m for m in messages if isinstance(m, Mapping) and m.get("role") == "user"]
+    content = users[-1].get("content") if users else None
+    return content if isinstance(content, str) else None
+
+
+@functools.cache
+def planned_calls_table() -> dict[str, list[dict[str, Any]]]:
+    """The calls of the reasoning cases that state them, by last user message and tools."""
+    table: dict[str, list[dict[str, Any]]] = {}
+    for case in load_corpus(["reasoning"]).cases:
+        data = case.data
+        if "calls" in data:
+            key = request_key([_last_user_text(data["messages"])], data.get("tools", []))
+            table.setdefault(key, [dict(call) for call in data["calls"]])
+    return table
+
+
+def planned_calls(request: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The next call of a planned agent loop: one per tool result since the last user message."""
+    messages = request.get("messages", [])
+    key = request_key([_last_user_text(messages)], request.get("tools") or [])
+    plan = planned_calls_table().get(key)
+    if not plan:
+        return []
+    roles = [m.get("role") if isinstance(m, Mapping) else None for m in messages]
+    after = roles[len(roles) - roles[::-1].index("user") :] if "user" in roles else roles
+    done = after.count("tool")
+    return [dict(plan[done])] if done < len(plan) else []

@@ -86,6 +86,7 @@ class PromptPath:
         self.defects = defects
         self.eyes = Eyes(defects, profile.policies.images)
         self.named_call_ids = bool((profile.policies.tool_call_id or {}).get("names_function"))
+        self.dialect = profile.dialect
         if defects.has(TOKENIZER_OLD_VOCAB) and not isinstance(
             profile.tokenizer, TiktokenTokenizer
         ):
@@ -127,20 +128,28 @@ class PromptPath:
         return messages, tools
 
     def _rendered(
-        self, messages: list[Any], tools: list[Any] | None, add_generation_prompt: bool
+        self,
+        messages: list[Any],
+        tools: list[Any] | None,
+        add_generation_prompt: bool,
+        variables: Mapping[str, Any] | None = None,
     ) -> Rendered:
-        """The prompt the vendor renders, with its template defects."""
+        """The prompt the vendor renders, with its template defects.
+
+        `variables` are the request's chat_template_kwargs, which the template sees.
+        """
+        profile = self.profile.with_template_variables(variables or {})
         if self.defects.has(TEMPLATE_NO_GENERATION_PROMPT):
             add_generation_prompt = False
         final = messages[-1] if messages else {}
         if (
             final.get("role") == "assistant"
             and final.get("partial")
-            and (self.profile.policies.features or {}).get("partial_prefill")
+            and (profile.policies.features or {}).get("partial_prefill")
             and not self.defects.has(PARTIAL_PREFILL_IGNORED)
         ):
             # The model's partial mode: its final message continued, not answered.
-            continued = self.profile.render_continued(messages, tools)
+            continued = profile.render_continued(messages, tools)
             if continued is not None:
                 return continued
         if (
@@ -149,16 +158,17 @@ class PromptPath:
             and isinstance(final.get("content"), str)
         ):
             # llama.cpp's prefill: the conversation before it, the generation prompt, its text.
-            before = self.profile.render(messages[:-1], tools, add_generation_prompt=True)
+            before = profile.render(messages[:-1], tools, add_generation_prompt=True)
             end = len(before.text) + len(final["content"])
             spans = (*before.spans, (len(before.text), end))
             return Rendered(before.text + final["content"], spans)
-        return self.profile.render(messages, tools, add_generation_prompt=add_generation_prompt)
+        return profile.render(messages, tools, add_generation_prompt=add_generation_prompt)
 
     def render(self, request: Mapping[str, Any], *, add_generation_prompt: bool = True) -> str:
         """The prompt text."""
         messages, tools = self.conversation(request)
-        return self._rendered(messages, tools, add_generation_prompt).text
+        variables = request.get("chat_template_kwargs")
+        return self._rendered(messages, tools, add_generation_prompt, variables).text
 
     def prompt_ids(
         self, request: Mapping[str, Any], *, add_generation_prompt: bool = True
@@ -166,7 +176,14 @@ class PromptPath:
         """The prompt ids the generation path uses."""
         prompt = without_images(request)
         # Key order is kept: the template renders objects in their order.
-        key = json.dumps([prompt.get("messages", []), prompt.get("tools"), add_generation_prompt])
+        key = json.dumps(
+            [
+                prompt.get("messages", []),
+                prompt.get("tools"),
+                add_generation_prompt,
+                prompt.get("chat_template_kwargs"),
+            ]
+        )
         return list(self._prompt_ids(key))
 
     @functools.lru_cache(maxsize=1024)  # noqa: B019 - one PromptPath per server, kept for its life
@@ -175,9 +192,9 @@ class PromptPath:
 
         The same prompt comes again and again (a case's repeats, stream after non-stream).
         """
-        messages, tools, add_generation_prompt = json.loads(key)
+        messages, tools, add_generation_prompt, variables = json.loads(key)
         messages, tools = self.conversation({"messages": messages, "tools": tools})
-        rendered = self._rendered(messages, tools, add_generation_prompt)
+        rendered = self._rendered(messages, tools, add_generation_prompt, variables)
         if self.defects.has(TEMPLATE_SPECIAL_TOKEN_INJECTION):
             ids = encode_all_special(self.tokenizer, rendered.text)
         else:

@@ -48,7 +48,7 @@ from .defects import (
 from .faults import InFlight, choose_fault
 from .model import MODEL_ID, Path, ToyPath, respond
 from .prompt import PromptPath
-from .validation import Policy, Rejection, request_problem, sampling_enforced
+from .validation import Policy, Rejection, request_problem
 
 # What fault-garbage answers: a proxy's error page, sent as if it were the JSON answer.
 GARBAGE = (
@@ -108,13 +108,7 @@ class SimulatorServer(ThreadingHTTPServer):
         self.api_key = api_key
         self.profile = profile
         self.tokenizer_api = tokenizer_api if profile else "none"
-        images = (profile.policies.images or {}) if profile else {}
-        self.policy = Policy(
-            sampling=sampling_enforced(profile, defects),
-            vision=vision,
-            max_side=int(images.get("max_side", 4096)),
-            model=served_model,
-        )
+        self.policy = Policy.of(profile, defects, vision=vision, model=served_model)
         self.fault_seed = fault_seed
         self.in_flight = InFlight()
         # Set when the server closes, so that requests held by fault-timeout let go.

@@ -15,9 +15,17 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from PIL import Image
 
+from ..reference.dialect import DEFAULT_FIELD, Dialect
 from ..reference.images import decode_data_url
 from ..reference.profiles import Profile, pinned_values
-from .defects import SAMPLING_LIMITS_IGNORED, SAMPLING_PINS_IGNORED, SAMPLING_PINS_REFUSED, Defects
+from .defects import (
+    MISSING_REASONING_ACCEPTED,
+    REASONING_HISTORY_REJECTED,
+    SAMPLING_LIMITS_IGNORED,
+    SAMPLING_PINS_IGNORED,
+    SAMPLING_PINS_REFUSED,
+    Defects,
+)
 from .model import MODEL_ID
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
@@ -33,12 +41,36 @@ class Policy:
         vision: the vendor takes images; False makes it a text-only endpoint.
         max_side: the largest image side it documents.
         model: the model id it serves (any other is refused with a 404).
+        dialect: the model's reasoning dialect, or None.
+        needs_reasoning: with thinking on, a tool-call turn sent back without its reasoning
+            is refused (the lab's API does, by the contract).
+        refuses_reasoning: an assistant message carrying reasoning is refused (a defect).
     """
 
     sampling: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     vision: bool = True
     max_side: int = 4096
     model: str = MODEL_ID
+    dialect: Dialect | None = None
+    needs_reasoning: bool = False
+    refuses_reasoning: bool = False
+
+    @classmethod
+    def of(cls, profile: Profile | None, defects: Defects, *, vision: bool, model: str) -> Policy:
+        """The vendor's policy for a profile (or none), with its defects applied."""
+        images = (profile.policies.images or {}) if profile else {}
+        dialect = profile.dialect if profile else None
+        return cls(
+            sampling=sampling_enforced(profile, defects),
+            vision=vision,
+            max_side=int(images.get("max_side", 4096)),
+            model=model,
+            dialect=dialect,
+            needs_reasoning=dialect is not None
+            and dialect.tool_turns_need_reasoning
+            and not defects.has(MISSING_REASONING_ACCEPTED),
+            refuses_reasoning=defects.has(REASONING_HISTORY_REJECTED),
+        )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -215,6 +247,28 @@ def image_problem(part: Mapping[str, Any], policy: Policy) -> str | None:
     return None
 
 
+def _history_problem(request: Mapping[str, Any], policy: Policy) -> str | None:
+    """Why past reasoning in the request's history must be refused, or None."""
+    field = policy.dialect.history_field if policy.dialect else DEFAULT_FIELD
+    thinking = policy.dialect is not None and policy.dialect.mode(request) is True
+    for position, message in enumerate(request["messages"]):
+        if message.get("role") != "assistant":
+            continue
+        if policy.refuses_reasoning and field in message:
+            return f"messages[{position}].{field}: extra inputs are not permitted"
+        if (
+            policy.needs_reasoning
+            and thinking
+            and message.get("tool_calls")
+            and not message.get(field)
+        ):
+            return (
+                f"thinking is enabled but {field} is missing in assistant tool call message "
+                f"at index {position}"
+            )
+    return None
+
+
 def request_problem(request: Any, policy: Policy | None = None) -> Rejection | None:
     """Why a chat-completions request body must be rejected, or None when it is valid."""
     policy = policy or Policy()
@@ -250,6 +304,9 @@ def request_problem(request: Any, policy: Policy | None = None) -> Rejection | N
     problem = _sampling_problem(request, policy.sampling)
     if problem:
         return Rejection(400, problem, param=problem.split(" ", 1)[0])
+    problem = _history_problem(request, policy)
+    if problem:
+        return Rejection(400, problem, param="messages")
     for message in request["messages"]:
         for part in message.get("content") if isinstance(message.get("content"), list) else []:
             if isinstance(part, dict) and part.get("type") == "image_url":
