@@ -351,6 +351,28 @@ def realserver_run(
     return get
 
 
+def kimi_thinking_folder(folder: Path) -> Path:
+    """Kimi K2 Thinking's model files in `folder`: the built-in Kimi tokenizer, its template.
+
+    The kimi-k2-thinking contract ships no files (they come from its hub repository); the
+    tokenizer is Kimi K2's, and the chat template is the K2 Thinking release's (tests/data).
+    """
+    import shutil
+
+    builtin = REPO / "verifier" / "reference" / "builtin" / "kimi-k2"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in ("tiktoken.model", "tokenizer_config.json", "tokenizer_spec.json"):
+        shutil.copy(builtin / name, folder / name)
+    shutil.copy(REPO / "tests" / "data" / "kimi-k2-thinking" / "chat_template.jinja", folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def kimi_thinking_profile(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """``--profile`` for Kimi K2 Thinking: its contract over its files (kimi_thinking_folder)."""
+    return f"kimi-k2-thinking:{kimi_thinking_folder(tmp_path_factory.mktemp('kimi-k2-thinking'))}"
+
+
 @pytest.fixture(scope="session")
 def small_profile_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A profile folder with a small tokenizer trained here and a chat template of our own."""
@@ -365,6 +387,17 @@ def small_profile(small_profile_dir: Path) -> Any:
     from verifier.reference.profiles import load_profile
 
     return load_profile(str(small_profile_dir))
+
+
+@pytest.fixture(scope="session")
+def defect_profiles(small_profile_dir: Path, kimi_thinking_profile: str) -> dict[str, str]:
+    """The ``--profile`` of each profile name the rows of tests/defect_table.py use."""
+    return {
+        "kimi-k2": KIMI_PROFILE,
+        "vision": KIMI_VISION_PROFILE,
+        "thinking": kimi_thinking_profile,
+        "small": str(small_profile_dir),
+    }
 
 
 # A structured-output case line the loader accepts, for tests that write case files.

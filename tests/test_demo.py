@@ -34,7 +34,11 @@ def test_the_demo_verifies_signs_and_compares_simulated_vendors(tmp_path: Path) 
         transcript = (out / name / "run" / "transcript.jsonl").read_bytes()
         card = signing.verify_envelope(envelope, public, transcript=transcript)["predicate"]
         verdicts[name] = {f: v["verdict"] for f, v in card["families"].items()}
-    assert set(verdicts["clean"].values()) == {"pass"}
+    # Kimi K2 Instruct does not reason: its contract states no thinking dialect.
+    assert verdicts["clean"] == {
+        **dict.fromkeys(verdicts["clean"], "pass"),
+        "reasoning": "unsupported",
+    }
     failing = {name: {f for f, v in fams.items() if v == "fail"} for name, fams in verdicts.items()}
     assert failing["json-and-tools"] == {"tool_calling", "structured_output"}
     assert failing["stream-and-vision"] == {"wire", "vision"}

@@ -24,6 +24,7 @@ import pytest
 from tests.conftest import REPO, child_env
 from tests.hubcache import commit_of, kimi_files, populate
 from tests.server_process import free_port
+from verifier.cases.corpus import load_corpus
 from verifier.config import FAMILY_NAMES
 from verifier.reference.profiles import builtin_names
 from verifier.simulator.process import SimulatorProcess
@@ -37,6 +38,7 @@ MAIN = (
     "pytest --endpoint http://127.0.0.1:8111 --profile kimi-k2"
 )
 DEMO = "verifier demo"
+REASONING_CASES = load_corpus(["reasoning"]).cases
 KEYGEN = "verifier keygen --out signer.key"
 SIGNED = "pytest --endpoint URL --sign-key signer.key"
 VERIFY = (
@@ -95,21 +97,23 @@ def test_the_main_command_grades_every_family_and_passes(tmp_path: Path) -> None
     card = json.loads((tmp_path / "verifier-out" / "scorecard.json").read_text())
     assert card["profile"]["name"] == "kimi-k2"
     verdicts = {name: family["verdict"] for name, family in card["families"].items()}
-    assert verdicts == dict.fromkeys(
-        ("structured_output", "tool_calling", "chat_template", "tokenizer", "vision", "wire"),
-        "pass",
-    )
-    # No case is unsupported for lack of a profile: the six left ask for policies Kimi K2
-    # Instruct's contract does not state (it has no partial mode, no thinking switch, no
-    # documented sampling limits nor pins, no image size limit).
+    assert verdicts == {
+        **dict.fromkeys(
+            ("structured_output", "tool_calling", "chat_template", "tokenizer", "vision", "wire"),
+            "pass",
+        ),
+        "reasoning": "unsupported",
+    }
+    # No case is unsupported for lack of a profile: those left ask for policies Kimi K2
+    # Instruct's contract does not state (it has no partial mode, no documented sampling
+    # limits nor pins, no image size limit; it does not reason, so no reasoning case applies).
     journal = (tmp_path / "verifier-out" / "journal.jsonl").read_text().splitlines()
     outcomes = [json.loads(line)["outcome"] for line in journal if '"outcome"' in line]
     unsupported = [o["message"] for o in outcomes if o["status"] == "unsupported"]
     assert sorted(unsupported) == [
         "unsupported: the model's contract documents no partial mode",
         "unsupported: the profile declares no sampling limits",
-        "unsupported: the profile declares no thinking dialect",
-        "unsupported: the profile declares no thinking dialect",
+        *["unsupported: the profile declares no thinking dialect"] * len(REASONING_CASES),
         "unsupported: the profile documents no image size limit",
         "unsupported: the profile pins no sampling value",
     ]

@@ -80,6 +80,13 @@ def test_every_run_is_complete_and_well_formed(realserver_run: SuiteRun, name: s
     )
     for family_name, family in run.scorecard["families"].items():
         assert family["counts"]["error"] == 0, "a local server has no transport faults"
+        if family_name == "reasoning":
+            # Kimi K2 Instruct does not reason: its contract states no thinking dialect, and
+            # no reasoning case is sent (tests/test_realserver_reasoning.py serves a thinker).
+            assert (
+                family["verdict"] == "unsupported" and family["metrics"]["shapes"]["answers"] == 0
+            )
+            continue
         # llama-server's answers and chunks all fit the OpenAI schemas, in every family.
         shapes = family["metrics"]["shapes"]
         assert shapes["violations"] == 0, (family_name, shapes)
@@ -231,14 +238,14 @@ def test_wire(realserver_run: SuiteRun, name: str) -> None:
     outcomes = {k.split("/", 1)[1]: v for k, v in run.outcomes().items() if k.startswith("wire/")}
     failed = {case_id: o["code"] for case_id, o in outcomes.items() if o["status"] == "fail"}
     assert failed == WIRE_DEFECTS
-    # Kimi K2 Instruct's contract states no thinking dialect, no sampling limits and no pins:
+    # Kimi K2 Instruct's contract states no sampling limits and no pins:
     # those checks do not apply, and say so (usage is checked against the Kimi tokenizer). It
     # lists the model's served ids, so served_model is checked.
     unsupported = {case_id for case_id, o in outcomes.items() if o["status"] == "unsupported"}
     assert unsupported == {
         c.id
         for c in load_corpus(["wire"]).cases
-        if c.data["check"] in ("thinking", "sampling_limits", "sampling_pins")
+        if c.data["check"] in ("sampling_limits", "sampling_pins")
     }
 
 

@@ -146,6 +146,11 @@ def test_the_run_is_the_trimmed_corpus_and_well_formed(
         assert set(outcomes(run, family)) == set(ids), family
     for name, family in run.scorecard["families"].items():
         assert family["metrics"]["shapes"]["violations"] == 0, (name, family["metrics"]["shapes"])
+    # SmolLM2 does not reason and its GGUF profile states no thinking dialect.
+    assert {o["message"] for o in outcomes(run, "reasoning").values()} == {
+        "unsupported: the profile declares no thinking dialect"
+    }
+    assert run.scorecard["families"]["reasoning"]["verdict"] == "unsupported"
     assert run.scorecard["profile"]["tokenizer"] == (
         "SmolLM2-135M-Instruct.Q4_1.gguf (gguf gpt2, pre smollm)"
     )
@@ -255,7 +260,7 @@ class TestLlamaServer:
         assert unsupported == {
             c.id
             for c in load_corpus(["wire"]).cases
-            if c.data["check"] in ("thinking", "sampling_limits", "sampling_pins", "served_model")
+            if c.data["check"] in ("sampling_limits", "sampling_pins", "served_model")
         }
 
     def test_tool_calling(self, run: VerifierRun) -> None:
@@ -357,8 +362,8 @@ class TestVllm:
         - logprobs (plain, top-3, stream): the last entry is ``<|im_end|>``, the end-of-turn
           token, which the content leaves out: the tokens join to the content plus that token.
         - n > 1 is refused with a 400 under greedy sampling ("n must be 1 when using greedy
-          sampling"): an honest unsupported, as are the checks of a model's contract (thinking,
-          sampling limits and pins, served model ids): SmolLM2's profile states none.
+          sampling"): an honest unsupported, as are the checks of a model's contract (sampling
+          limits and pins, served model ids): SmolLM2's profile states none.
         """
         assert failed(run, "wire") == {
             "invalid-wrong-role": "invalid_request_accepted",
@@ -372,8 +377,6 @@ class TestVllm:
             "n-2",
             "n-3",
             "n-2-stream",
-            "thinking-on-off",
-            "thinking-stream",
             "sampling-limits",
             "sampling-pins",
             "served-model",

@@ -21,6 +21,16 @@ from . import projector, text_model
 
 HERE = Path(__file__).resolve().parent
 REFERENCE = BUILTIN_DIR / "kimi-k2"
+# Kimi K2 Thinking's chat template, embedded in the thinking variant of the model.
+THINKING_TEMPLATE = HERE.parent / "data" / "kimi-k2-thinking" / "chat_template.jinja"
+# llama-server's reasoning options for the thinking processes: its reasoning parser on (as
+# documented for reasoning models), left off (the raw output as content), and a budget of 0
+# (the reasoning ended at once).
+THINKING_ARGS = {
+    "thinking": ["--jinja", "--reasoning-format", "deepseek"],
+    "thinking-unparsed": ["--jinja", "--reasoning-format", "none"],
+    "thinking-no-budget": ["--jinja", "--reasoning-format", "deepseek", "--reasoning-budget", "0"],
+}
 # The reference template with one special-token literal written as a jinja concatenation:
 # it renders byte-identical prompts, but llama.cpp does not recognise it as Kimi K2's and
 # uses its generic chat handler instead of the dedicated one.
@@ -70,17 +80,21 @@ class ModelFiles:
     projector: Path
     stock_template: Path
     variant_template: Path
+    thinking_model: Path
 
     def server(self, name: str) -> tuple[Path, list[str]]:
         """The model file and llama-server's extra arguments for the process `name`.
 
-        ``stock``, ``variant`` and ``vision`` serve the tiny Kimi model; ``smollm2`` serves the
+        ``stock``, ``variant`` and ``vision`` serve the tiny Kimi model; the processes of
+        :data:`THINKING_ARGS` serve its thinking variant; ``smollm2`` serves the
         real SmolLM2 file with its own embedded template. Its Q4_1 weights go through
         llama.cpp's CPU repacking path, which dies with an illegal instruction on these
         machines: ``--no-repack`` keeps them as they are.
         """
         if name == "smollm2":
             return smollm2(), ["--no-repack", *SMOLLM2_ARGS]
+        if name in THINKING_ARGS:
+            return self.thinking_model, THINKING_ARGS[name]
         return self.text_model, {
             "stock": [],
             "variant": ["--chat-template-file", str(self.variant_template)],
@@ -109,16 +123,22 @@ def build(root: Path | None = None) -> ModelFiles:
     references = sorted(p for p in REFERENCE.iterdir() if p.name != "README.md")
     text_key = _digest(HERE / "text_model.py", *references)
     projector_key = _digest(HERE / "projector.py", HERE / "text_model.py")
+    thinking_key = _digest(HERE / "text_model.py", THINKING_TEMPLATE, *references)
     files = ModelFiles(
         text_model=folder / f"tiny-kimi-{text_key}.gguf",
         projector=folder / f"tiny-kimi-mmproj-{projector_key}.gguf",
         stock_template=folder / "kimi-k2-stock.jinja",
         variant_template=folder / "kimi-k2-variant.jinja",
+        thinking_model=folder / f"tiny-kimi-thinking-{thinking_key}.gguf",
     )
     with (folder / ".lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not files.text_model.exists():
             text_model.write_text_model(files.text_model, REFERENCE)
+        if not files.thinking_model.exists():
+            text_model.write_text_model(
+                files.thinking_model, REFERENCE, thinking=True, template=THINKING_TEMPLATE
+            )
         if not files.projector.exists():
             projector.write_projector(files.projector)
         stock = (REFERENCE / "chat_template.jinja").read_text()

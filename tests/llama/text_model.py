@@ -15,6 +15,10 @@ per-token bias; a few more dimensions carry chosen transitions:
   (``}``, ``]``, ``"``), then ``,`` and digits: under a grammar, constrained
   output closes as early as the grammar allows.
 
+The thinking variant (``thinking=True``, with Kimi K2 Thinking's chat template embedded)
+reasons first: after ``<|im_middle|>`` comes ``<think>``, the reasoning "The user greets me",
+``</think>``, then the same "Hello!".
+
 Everything is seeded: the file is byte-identical on every run.
 """
 
@@ -39,6 +43,8 @@ N_SPECIAL = 256
 BOS_ID = 163584
 EOS_ID = 163586  # <|im_end|>
 IM_MIDDLE = "<|im_middle|>"
+# What the thinking variant reasons, between <think> and </think>.
+REASONING = "The user greets me"
 
 
 def bytes_to_unicode() -> dict[int, str]:
@@ -116,7 +122,9 @@ def vocabulary(reference: Path) -> tuple[list[str], list[int], list[str]]:
     return tokens, [int(t) for t in types], merges
 
 
-def weights(encoding: tiktoken.Encoding, n_vocab: int) -> tuple[np.ndarray, np.ndarray]:
+def weights(
+    encoding: tiktoken.Encoding, n_vocab: int, *, thinking: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """Token embeddings and the output matrix of the designed bigram model."""
     rng = np.random.default_rng(20261130)
     embed = rng.normal(0.0, 0.01, (n_vocab, N_EMBD)).astype(np.float32)
@@ -172,6 +180,12 @@ def weights(encoding: tiktoken.Encoding, n_vocab: int) -> tuple[np.ndarray, np.n
         ([ids("0")[0], ids("1")[0]], {arguments: 20.0}),
         ([quote, ids("}")[0], ids("]")[0]], {quote: 20.0}),
     ]
+    if thinking:
+        # <|im_middle|> opens the reasoning instead; its tokens follow one another, then the
+        # greeting after </think>.
+        chain = [ids("<think>")[0], *ids(REASONING), ids("</think>")[0], hello]
+        transitions[0] = ([ids(IM_MIDDLE)[0]], {chain[0]: 20.0})
+        transitions += [([a], {b: 20.0}) for a, b in zip(chain, chain[1:], strict=False)]
     for dim, (currents, followers) in enumerate(transitions, start=1):
         for current in currents:
             embed[current, dim] = 3.0
@@ -180,12 +194,21 @@ def weights(encoding: tiktoken.Encoding, n_vocab: int) -> tuple[np.ndarray, np.n
     return embed, output
 
 
-def write_text_model(path: Path, reference: Path) -> None:
-    """Write the model to `path` (via a temporary file, so a crash leaves no half file)."""
+def write_text_model(
+    path: Path, reference: Path, *, thinking: bool = False, template: Path | None = None
+) -> None:
+    """Write the model to `path` (via a temporary file, so a crash leaves no half file).
+
+    Args:
+        path: the GGUF file to write.
+        reference: the folder of the Kimi tokenizer files (and the default chat template).
+        thinking: the variant that reasons before it answers.
+        template: the chat template to embed instead of the reference folder's.
+    """
     tokens, types, merges = vocabulary(reference)
     encoding = kimi_encoding(reference)
     n_vocab = len(tokens)
-    embed, output = weights(encoding, n_vocab)
+    embed, output = weights(encoding, n_vocab, thinking=thinking)
     temp = path.with_suffix(".tmp")
     writer = gguf.GGUFWriter(str(temp), "llama")
     writer.add_name("tiny-kimi-vocab-test-model")
@@ -207,7 +230,7 @@ def write_text_model(path: Path, reference: Path) -> None:
     writer.add_bos_token_id(BOS_ID)
     writer.add_eos_token_id(EOS_ID)
     writer.add_add_bos_token(False)
-    writer.add_chat_template((reference / "chat_template.jinja").read_text())
+    writer.add_chat_template((template or reference / "chat_template.jinja").read_text())
 
     rng = np.random.default_rng(7)
     writer.add_tensor("token_embd.weight", embed.astype(np.float16))
