@@ -235,9 +235,13 @@ def test_simulate_serves_a_gguf_profile(
         (None, {"chat_template": set(), "tokenizer": set()}),
         (
             "template-special-token-injection",
-            # Only the tokenizer corpus spells this tokenizer's specials (<s>, <|end|>...);
-            # the chat_template probes spell other models' (Kimi's, ChatML's, [BOS], <think>).
-            {"chat_template": set(), "tokenizer": {"special_token_injection"}},
+            # The tokenizer corpus spells this tokenizer's specials (<s>, <|end|>...), and one
+            # chat_template probe does too (special-think: <think>, </think>); the others
+            # spell other models' (Kimi's, ChatML's, [BOS]).
+            {
+                "chat_template": {"special_token_injection"},
+                "tokenizer": {"special_token_injection"},
+            },
         ),
     ],
 )
