@@ -143,6 +143,11 @@ def test_the_parsed_process_answers_every_followup_and_never_answers_with_reason
     assert followups["all"]["trials"] == 2 * len(LOOPS | RESERIALISED)
     assert set(followups["by_turn"]) == {"2"}
     assert metrics["effort_ordered"]["trials"] == 0
+    # scorecard.md shows the same figures with their intervals.
+    markdown = (reasoning_run("thinking").out / "scorecard.md").read_text()
+    section = markdown.split("### reasoning", 1)[1].split("\n### ", 1)[0]
+    assert "- reasoning-only answers: 0.000 [0.000, " in section
+    assert "- good follow-ups: 1.000 [" in section
 
 
 def test_the_comparison_marks_the_misconfigured_processes(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -9,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from verifier.cases.corpus import Case
 from verifier.checks import reasoning
 from verifier.checks.reasoning import (
     Turn,
@@ -24,8 +26,10 @@ from verifier.checks.reasoning import (
     structured_findings,
     summarize,
 )
+from verifier.checks.registry import RunContext
 from verifier.outcome import CaseRecord, Outcome, Status
 from verifier.protocol.answers import ChatResult, Choice, ToolCall
+from verifier.protocol.requests import drive
 from verifier.protocol.stream import accumulate
 from verifier.reference.dialect import Dialect, Effort
 from verifier.reference.profiles import merged
@@ -396,3 +400,99 @@ def test_the_stream_accumulator_sees_reasoning_after_content() -> None:
     # A newline before the reasoning, and one delta carrying both, are in order.
     fine = stream_of({"content": "\n"}, {"reasoning_content": "a", "content": "b"})
     assert fine.problems == [] and fine.choices[0].reasoning_field == "reasoning_content"
+
+
+def test_the_profile_widens_the_reasoning_tokens_tolerance() -> None:
+    usage = {"completion_tokens_details": {"reasoning_tokens": 9}}
+    result = answer(reasoning="one two three", usage=usage)
+    assert reasoning_token_findings(result, Words(), tolerance=4) == []  # type: ignore[arg-type]
+    dialect = Dialect.of(None, {"always_on": True, "tokens_tolerance": 4})
+    assert dialect is not None and dialect.tokens_tolerance == 4
+
+
+def driven(profile: Any, data: dict[str, Any], *answers: ChatResult) -> Outcome:
+    """The reasoning family's outcome for a case, answered from `answers` in order."""
+    ctx = RunContext(model="m", seed=1, profile=profile)
+    replies = iter(answers)
+    case = Case("reasoning", data["id"], data, "test:1")
+    return drive(reasoning.run(case, ctx), lambda _request: next(replies))
+
+
+PRIME = {
+    "id": "p",
+    "check": "thinking_on",
+    "messages": [{"role": "user", "content": "Is 7 prime?"}],
+}
+
+
+def test_an_answer_cut_inside_its_reasoning_is_an_error_not_a_failure(small_profile: Any) -> None:
+    cut = answer(content=None, reasoning="Let me see", finish="length")
+    outcome = driven(
+        small_profile,
+        PRIME,
+        cut,
+        answer(content=None, reasoning="Let me", finish="length", stream=True),
+    )
+    assert (outcome.status, outcome.code) == (Status.ERROR, "reasoning_truncated")
+
+
+def test_a_refused_thinking_request_is_unsupported(small_profile: Any) -> None:
+    refused = ChatResult(stream=False, status=400, body={"error": {"message": "no thinking here"}})
+    outcome = driven(small_profile, PRIME, refused)
+    assert outcome.status is Status.UNSUPPORTED and "no thinking here" in outcome.message
+
+
+def test_a_case_the_dialect_does_not_state_is_unsupported_without_a_request(
+    small_profile: Any,
+) -> None:
+    always = dataclasses.replace(small_profile, settings={"reasoning": {"always_on": True}})
+    off = {**PRIME, "check": "thinking_off"}
+    outcome = driven(always, off)
+    assert outcome.status is Status.UNSUPPORTED
+    assert (
+        outcome.message
+        == "unsupported: the model always reasons: its contract has no way to turn thinking off"
+    )
+
+
+HISTORY = {
+    "id": "h",
+    "check": "invalid_history",
+    "messages": [
+        {"role": "user", "content": "Weather in Lima?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": "{}"},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "{}"},
+    ],
+    "tools": WEATHER,
+}
+
+
+def test_a_history_without_reasoning_must_be_refused_with_a_4xx(small_profile: Any) -> None:
+    refused = ChatResult(stream=False, status=400, body={"error": {"message": "missing"}})
+    assert driven(small_profile, HISTORY, refused).status is Status.PASS
+    assert driven(small_profile, HISTORY, answer()).code == "invalid_history_accepted"
+    failed = ChatResult(stream=False, status=500, body={"error": {"message": "boom"}})
+    assert driven(small_profile, HISTORY, failed).code == "invalid_history_5xx"
+
+
+def test_a_held_history_without_reasoning_is_the_vendors_hang(small_profile: Any) -> None:
+    from verifier.errors import EndpointTimeout
+
+    ctx = RunContext(model="m", seed=1, profile=small_profile)
+    exchange = reasoning.run(Case("reasoning", "h", HISTORY, "test:1"), ctx)
+    request = next(exchange)
+    assert request.body["chat_template_kwargs"] == {"thinking": True}  # type: ignore[union-attr]
+    assert all("reasoning_content" not in m for m in request.body["messages"])  # type: ignore[union-attr]
+    with pytest.raises(StopIteration) as done:
+        exchange.throw(EndpointTimeout("no answer in 10 s", attempts=1))
+    assert done.value.value.code == "invalid_history_hang"

@@ -219,7 +219,7 @@ def answer_findings(
         if p.code == "reasoning_after_content"
     ]
     if tokenizer is not None:
-        findings += reasoning_token_findings(result, tokenizer, attempt)
+        findings += reasoning_token_findings(result, tokenizer, attempt, dialect.tokens_tolerance)
     return findings
 
 
@@ -235,16 +235,22 @@ def truncated(result: ChatResult) -> bool:
 
 
 def reasoning_token_findings(
-    result: ChatResult, tokenizer: Tokenizer, attempt: str | None = None
+    result: ChatResult, tokenizer: Tokenizer, attempt: str | None = None, tolerance: int = 0
 ) -> list[Finding]:
-    """``completion_tokens_details.reasoning_tokens``, where reported, against the text (pure)."""
+    """``completion_tokens_details.reasoning_tokens``, where reported, against the text (pure).
+
+    The count may exceed the text by its two tags and fall one short (the model's tokens
+    split it differently), and by `tolerance` (the profile's ``reasoning.tokens_tolerance``)
+    more either way.
+    """
     details = (result.usage or {}).get("completion_tokens_details")
     reported = details.get("reasoning_tokens") if isinstance(details, dict) else None
     choice = result.choice
     if not isinstance(reported, int) or isinstance(reported, bool) or choice is None:
         return []
     counted = len(tokenizer.encode_ordinary(choice.reasoning)) if choice.reasoning else 0
-    if counted - REASONING_SLACK[0] <= reported <= counted + REASONING_SLACK[1]:
+    low, high = counted - REASONING_SLACK[0] - tolerance, counted + REASONING_SLACK[1] + tolerance
+    if low <= reported <= high:
         return []
     return [
         Finding(

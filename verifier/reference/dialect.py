@@ -67,6 +67,8 @@ class Dialect:
         tool_turns_need_reasoning: the lab's API refuses a tool-call turn sent back
             without its reasoning, while thinking is on.
         json_ends_thinking: response_format answers come without reasoning on the lab's API.
+        tokens_tolerance: how much further reasoning_tokens may stray from the reasoning's
+            tokens than its tags explain.
     """
 
     on: Mapping[str, Any] | None
@@ -79,6 +81,7 @@ class Dialect:
     history: str = "all"
     tool_turns_need_reasoning: bool = False
     json_ends_thinking: bool = False
+    tokens_tolerance: int = 0
 
     @classmethod
     def of(
@@ -106,6 +109,7 @@ class Dialect:
             history=str(reasoning.get("history", "all")),
             tool_turns_need_reasoning=bool(reasoning.get("tool_turns_need_reasoning")),
             json_ends_thinking=reasoning.get("structured_output") == "ends_thinking",
+            tokens_tolerance=int(reasoning.get("tokens_tolerance", 0)),
         )
 
     @property
