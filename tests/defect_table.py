@@ -107,6 +107,8 @@ ROWS: tuple[Row, ...] = (
     _row("tool-duplicate-call-ids", tool_calling={"bad_call_id"}),
     _row("tool-call-id-format", tool_calling={"tool_call_id_format"}),
     _row("tool-call-type-wrong", tool_calling={"bad_call_type"}),
+    _row("dynamic-tools-rejected", profile="small", tool_calling={"dynamic_tools_rejected"}),
+    _row("dynamic-tools-ignored", profile="small", tool_calling={"dynamic_tools_ignored"}),
     # wire
     _row("stream-no-usage", wire={"usage_missing"}),
     _row("stream-role-repeated", wire={"role_repeated"}),
@@ -164,6 +166,7 @@ ROWS: tuple[Row, ...] = (
     _row("sampling-pins-ignored", profile="small", wire={"sampling_pin_violated"}),
     _row("sampling-pins-refused", profile="small", wire={"sampling_pin_violated"}),
     _row("served-model-substituted", wire={"served_model_mismatch"}),
+    _row("generation-defaults-ignored", profile="small", wire={"defaults_not_applied"}),
     # chat_template and tokenizer
     _row("template-drops-system", chat_template={"system_dropped"}),
     _row(
@@ -256,6 +259,19 @@ ROWS: tuple[Row, ...] = (
     _row("followup-calls-unknown-tool", profile="small", reasoning={"followup_call_invalid"}),
     _row("missing-reasoning-accepted", profile="small", reasoning={"invalid_history_accepted"}),
     _row("reasoning-history-rejected", profile="small", reasoning={"history_rejected"}),
+    _row("missing-reasoning-500", profile="small", reasoning={"invalid_history_5xx"}),
+    _row(
+        "missing-reasoning-hang",
+        profile="small",
+        # The one held request costs the whole timeout, once, while the others go on.
+        verifier=("--timeout", "10", "--max-retries", "0", "--concurrency", "8"),
+        reasoning={"invalid_history_hang"},
+    ),
+    _row(
+        "response-format-ignored-when-thinking",
+        profile="small",
+        reasoning={"structured_output_invalid"},
+    ),
     # Transport faults: retried and absorbed, never a vendor's conformance code.
     _fault("http-500-every-3rd"),
     # Each third request waits its Retry-After second: the wire family alone.

@@ -67,7 +67,9 @@ POLICIES = {
         "tool_turns_need_reasoning": True,
     },
     "served_models": ["small-test-model"],
-    "features": {"partial_prefill": True},
+    "features": {"partial_prefill": True, "dynamic_tools": True},
+    # Sampling values of a generation config, applied where a request omits them (Qwen3's).
+    "generation_defaults": {"temperature": 0.6, "top_p": 0.95, "top_k": 20},
     "seed_supported": True,
     "images": {
         "rule": "kimi-k25",

@@ -13,6 +13,7 @@ from verifier.cases.corpus import Case
 from verifier.checks.tool_calling import (
     baseline_agreement,
     determinism_findings,
+    dynamic_findings,
     settled,
     validity_findings,
 )
@@ -310,3 +311,24 @@ def test_call_id_format_without_a_group_checks_the_pattern_only() -> None:
     assert validity_findings(case(), result, "a", loose) == []
     result = answer(("call_1", "get_weather", '{"city": "Oslo"}'))
     assert codes(validity_findings(case(), result, "a", loose)) == ["tool_call_id_format"]
+
+
+def counted(prompt_tokens: int | None) -> ChatResult:
+    usage = None if prompt_tokens is None else {"prompt_tokens": prompt_tokens}
+    return ChatResult(stream=False, status=200, usage=usage)
+
+
+@pytest.mark.parametrize(
+    ("declared", "more", "found"),
+    [
+        (120, 161, []),
+        (120, 120, ["dynamic_tools_ignored"]),
+        (None, 120, []),  # no usage: nothing to compare
+        (120, None, []),
+    ],
+)
+def test_dynamic_tools_must_reach_the_prompt(
+    declared: int | None, more: int | None, found: list[str]
+) -> None:
+    result = dynamic_findings(counted(declared), counted(more))
+    assert codes(result) == found

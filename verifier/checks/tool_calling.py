@@ -13,6 +13,9 @@ the model. Codes, by kind:
 - stream invariants: ``tool_call_first_delta_incomplete``, ``tool_call_name_repeated``,
   ``tool_call_name_changed``, ``tool_call_id_changed``, ``content_after_tool_calls``,
   ``finish_reason_repeated``, ``finish_reason_missing``, ``malformed_tool_calls``;
+- tools declared in a content-less system message, where the model's contract documents it
+  (Kimi K3): ``dynamic_tools_rejected`` (refused with a 4xx), ``dynamic_tools_ignored`` (one
+  more tool declared there costs no prompt token: they never reach the prompt);
 - determinism at temperature 0 with a fixed seed: ``nondeterministic_calls`` (repeats
   of one mode differ), ``stream_calls_differ`` (stream and non-stream differ). Calls
   are compared by name and parsed arguments: key order and whitespace are not
@@ -37,7 +40,7 @@ from ..outcome import CaseRecord, Finding, Outcome, Status
 from ..protocol.answers import ChatResult, Choice, ToolCall
 from ..protocol.requests import Chat, Exchange
 from ..stats import rate
-from .common import excerpt, rejected, schema_findings, unreadable_findings
+from .common import excerpt, rejected, schema_findings, unreadable_findings, unsupported
 from .registry import family
 from .tool_matching import Call, compare_calls, parse_arguments, signature
 
@@ -570,9 +573,90 @@ def verdict(found: _Repeats, metrics: dict[str, Any]) -> Outcome:
     return outcome
 
 
+# Declared beside a dynamic case's own tools: a server that renders the tools it is given in a
+# system message counts more prompt tokens for one more tool.
+EXTRA_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "convert_units",
+        "description": "Convert a quantity from one unit of measurement to another.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "value": {"type": "number"},
+                "from_unit": {"type": "string"},
+                "to_unit": {"type": "string"},
+            },
+            "required": ["value", "from_unit", "to_unit"],
+        },
+    },
+}
+
+
+def dynamic_request(case: Case, ctx: RunContext, *extra: Mapping[str, Any]) -> dict[str, Any]:
+    """The case's tools declared in a content-less system message, none at the top level."""
+    declared = {"role": "system", "tools": [*case.data["tools"], *extra]}
+    return ctx.request(
+        messages=[declared, *case.data["messages"]], max_tokens=case.data.get("max_tokens", 512)
+    )
+
+
+def dynamic_findings(declared: ChatResult, more: ChatResult) -> list[Finding]:
+    """Tools declared in a system message reach the prompt: one more costs tokens (pure).
+
+    `declared` answered the case's dynamic request, `more` the same with one more tool.
+    """
+    counts = [(r.usage or {}).get("prompt_tokens") for r in (declared, more)]
+    if not all(isinstance(c, int) for c in counts) or counts[0] != counts[1]:
+        return []
+    return [
+        Finding(
+            "dynamic_tools_ignored",
+            f"one more tool declared in the system message left prompt_tokens at {counts[0]}: "
+            "the tools declared there never reach the prompt",
+            "$.usage.prompt_tokens",
+            expected=f"more than {counts[0]}",
+            actual=counts[1],
+            attempt="one-more-tool",
+        )
+    ]
+
+
+def _run_dynamic(case: Case, ctx: RunContext) -> Exchange:
+    """Tools declared dynamically, as the model's contract documents: accepted, seen, called."""
+    metrics = {"requests": 0, "category": case.data["category"]}
+    if not (ctx.profile and (ctx.profile.policies.features or {}).get("dynamic_tools")):
+        return unsupported("the model's contract documents no tools declared in messages", metrics)
+    id_format = ctx.profile.policies.tool_call_id
+    found = _Repeats()
+    for number, stream in enumerate((False, True), start=1):
+        name = f"{'stream' if stream else 'non-stream'}-{number}"
+        result = yield Chat(dynamic_request(case, ctx), name, stream=stream)
+        if not result.ok:
+            return Outcome.from_findings(
+                [
+                    Finding(
+                        "dynamic_tools_rejected",
+                        f"tools declared in a content-less system message were refused with "
+                        f"HTTP {result.status}; the lab's API accepts them: "
+                        f"{(result.error_object or {}).get('message')!s:.200}",
+                        attempt=name,
+                    )
+                ],
+                metrics={**metrics, "requests": number},
+            )
+        found.add(case, result, name, stream, id_format)
+    more = yield Chat(dynamic_request(case, ctx, EXTRA_TOOL), "one-more-tool")
+    if more.ok:
+        found.defects.extend(dynamic_findings(found.first or more, more))
+    return verdict(found, {**found.metrics(case, 2, ctx.sampled), "requests": 3})
+
+
 @family("tool_calling", default_repeats=5, summarize=summarize)
 def run(case: Case, ctx: RunContext) -> Exchange:
     """Tool calls: valid, contract-honouring, deterministic, and (where known) accurate."""
+    if case.data["category"] == "dynamic":
+        return (yield from _run_dynamic(case, ctx))
     request = _request(case, ctx)
     repeats = ctx.repeats_for(case.family)
     id_format = ctx.profile.policies.tool_call_id if ctx.profile else None

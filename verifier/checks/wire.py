@@ -22,7 +22,9 @@ each case's metrics); this family's own cases fail on them. Codes:
 - the model's contract: ``sampling_pin_violated`` (a value other than a pinned one accepted
   where the lab's API rejects it, or refused where the lab's API uses the pin instead),
   ``served_model_mismatch`` (the answer names a model other than the one asked for and the
-  ids the contract lists for it).
+  ids the contract lists for it), ``defaults_not_applied`` (a request that leaves out the
+  sampling values of the model's generation config samples otherwise than one that states
+  them, with the same seed).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from .common import (
     unreadable_findings,
     unsupported,
 )
+from .defaults import defaults_findings, sample_of
 from .registry import QUICK, family
 from .shapes import shape_findings
 
@@ -613,12 +616,43 @@ def _run_served_model(case: Case, ctx: RunContext) -> Graded:
     return findings, {"requests": 1}
 
 
+def _run_generation_defaults(case: Case, ctx: RunContext) -> Graded:
+    defaults = (ctx.profile.policies.generation_defaults if ctx.profile else None) or {}
+    if not defaults:
+        raise _Unsupported("the model's contract states no generation defaults")
+    if ctx.profile is not None and ctx.profile.policies.seed_supported is False:
+        raise _Unsupported("the profile says the server documents no seed support")
+    omitted = {k: v for k, v in _request(case, ctx).items() if k not in {*defaults, "temperature"}}
+    stated = {**omitted, **defaults}
+    first = yield Chat(stated, "stated-1")
+    second = yield Chat(stated, "stated-2")
+    left_out = yield Chat(omitted, "omitted")
+    for result in (first, second, left_out):
+        if not result.ok:
+            raise _Rejected(result)
+    broken = [f for r in (first, second, left_out) for f in unreadable_findings(r, r.label)]
+    if broken:
+        return broken, {"requests": 3}
+    if sample_of(first) != sample_of(second):
+        raise _Unsupported(
+            "the same seed and sampling values gave two different samples, so a sample "
+            "cannot show which values the server applied"
+        )
+    without: dict[str, ChatResult] = {}
+    if sample_of(left_out) != sample_of(first):
+        for name in sorted(defaults):
+            request = {k: v for k, v in stated.items() if k != name}
+            without[name] = yield Chat(request, f"without-{name}")
+    return defaults_findings(defaults, first, left_out, without), {"requests": 3 + len(without)}
+
+
 # The checks that are not "send the request, grade the answer" (see _run_answered).
 RUNS: dict[str, Callable[[Case, RunContext], Graded]] = {
     "invalid": _run_invalid,
     "sampling_limits": _run_sampling_limits,
     "sampling_pins": _run_sampling_pins,
     "served_model": _run_served_model,
+    "generation_defaults": _run_generation_defaults,
 }
 
 
@@ -634,6 +668,8 @@ def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None)
 def cost(case: Case) -> float:
     """Two requests to compare (parity, seed), one refused (invalid), else one."""
     check = case.data["check"]
+    if check == "generation_defaults":
+        return 3.0
     return 2.0 if check in ("parity", "seed") else QUICK if check == "invalid" else 1.0
 
 

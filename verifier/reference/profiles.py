@@ -84,6 +84,9 @@ class Policies:
             ``dynamic_tools``), or None.
         reasoning: where reasoning comes back, its raw form, effort and history rules
             (see :class:`~verifier.reference.dialect.Dialect`), or None.
+        generation_defaults: the sampling values of the model's ``generation_config.json``
+            that a server applies when the client omits them (``temperature``, ``top_k``...),
+            or None.
     """
 
     thinking: Mapping[str, Mapping[str, Any]] | None = None
@@ -94,6 +97,7 @@ class Policies:
     tool_call_id: Mapping[str, Any] | None = None
     features: Mapping[str, bool] | None = None
     reasoning: Mapping[str, Any] | None = None
+    generation_defaults: Mapping[str, float] | None = None
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> Policies:

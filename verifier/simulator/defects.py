@@ -166,6 +166,18 @@ TOOL_CALL_ID_FORMAT = _define(
     "gives tool calls OpenAI-style call_ ids where the model's contract documents its own "
     "format (needs a profile that states tool_call_id)",
 )
+DYNAMIC_TOOLS_REJECTED = _define(
+    "dynamic-tools-rejected",
+    "tool_calling",
+    "refuses a system message that declares tools and has no content, HTTP 400, where the "
+    "model's contract documents such messages (needs a contract with dynamic tools)",
+)
+DYNAMIC_TOOLS_IGNORED = _define(
+    "dynamic-tools-ignored",
+    "tool_calling",
+    "drops the tools a system message declares (its request model has no such field): they "
+    "never reach the prompt (needs a contract with dynamic tools)",
+)
 TOOL_CALL_TYPE_WRONG = _define(
     "tool-call-type-wrong",
     "tool_calling",
@@ -266,6 +278,13 @@ SAMPLING_PINS_REFUSED = _define(
     "refuses values other than the pinned ones, where the lab's API accepts them and uses "
     "the pin (needs a profile with a coerced pin)",
 )
+GENERATION_DEFAULTS_IGNORED = _define(
+    "generation-defaults-ignored",
+    "wire",
+    "samples with the engine's defaults (temperature 1, top_p 1, no top_k or min_p) where "
+    "the client omits a value, not with the model's generation_config (needs a contract "
+    "that states generation defaults, such as Qwen3's)",
+)
 SERVED_MODEL_SUBSTITUTED = _define(
     "served-model-substituted",
     "wire",
@@ -356,6 +375,24 @@ MISSING_REASONING_ACCEPTED = _define(
     "reasoning",
     "accepts a tool-call turn sent back without its reasoning, which the model's contract "
     "says the lab's API refuses (needs a contract that says so)",
+)
+MISSING_REASONING_500 = _define(
+    "missing-reasoning-500",
+    "reasoning",
+    "answers a tool-call turn sent back without its reasoning with HTTP 500: its history "
+    "check raises where the lab's API refuses with a 400 (needs a contract that says so)",
+)
+MISSING_REASONING_HANG = _define(
+    "missing-reasoning-hang",
+    "reasoning",
+    "never answers a tool-call turn sent back without its reasoning: it holds the request "
+    "until the client hangs up (needs a contract that says the lab's API refuses it)",
+)
+RESPONSE_FORMAT_IGNORED_WHEN_THINKING = _define(
+    "response-format-ignored-when-thinking",
+    "reasoning",
+    "with thinking on, ignores response_format: its grammar is never switched on once the "
+    "reasoning ends, so the answer after the reasoning is free text",
 )
 REASONING_HISTORY_REJECTED = _define(
     "reasoning-history-rejected",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from jsonschema import Draft202012Validator
@@ -21,11 +22,13 @@ from .conform import MISSING, conform
 from .defects import (
     COMPLETION_TOKENS_INFLATED,
     FOLLOWUP_CALLS_UNKNOWN_TOOL,
+    GENERATION_DEFAULTS_IGNORED,
     IGNORE_KEYWORD,
     IGNORE_RESPONSE_FORMAT,
     JSON_IN_MARKDOWN_FENCE,
     MAX_TOKENS_NOT_HONOURED,
     PARALLEL_TOOL_CALLS_IGNORED,
+    RESPONSE_FORMAT_IGNORED_WHEN_THINKING,
     SEED_IGNORED,
     STOP_NOT_HONOURED,
     STRICT_ACCEPTED_NOT_ENFORCED,
@@ -45,6 +48,7 @@ from .defects import (
     Defects,
 )
 from .oracle import natural_calls, planned_calls
+from .sampling import pick
 from .thinking import split, thinks
 from .vision import Eyes, answer
 
@@ -151,6 +155,7 @@ class ToyPath:
         self.eyes = Eyes(defects)
         self.named_call_ids = False
         self.dialect: Dialect | None = None
+        self.generation_defaults: Mapping[str, float] = {}
 
     def prompt_tokens(self, request: dict[str, Any]) -> int:
         """Prompt tokens under the toy template, and the images'."""
@@ -177,6 +182,8 @@ class Path(Protocol):
     named_call_ids: bool
     # The profile's reasoning dialect (None: the generic one).
     dialect: Dialect | None
+    # The sampling values of the model's generation config, used where a request omits one.
+    generation_defaults: Mapping[str, float]
 
     def prompt_tokens(self, request: dict[str, Any]) -> int:
         """usage.prompt_tokens of a request."""
@@ -188,11 +195,13 @@ class Path(Protocol):
         """Tokens of `text`."""
 
 
-def _plain_reply(request: dict[str, Any]) -> str:
+def _plain_reply(request: dict[str, Any], defaults: Mapping[str, float] | None = None) -> str:
     users = [m for m in request.get("messages", []) if m.get("role") == "user"]
-    words = message_text(users[-1]).split()[:6] if users else []
+    asked = message_text(users[-1]) if users else ""
+    words = asked.split()[:6]
     echo = f" You said: {' '.join(words)}" if words else ""
-    return GREETING + echo
+    picked = pick(asked, request, defaults or {})
+    return f"{picked.capitalize()}." if picked else GREETING + echo
 
 
 def _structured_text(request: dict[str, Any], defects: Defects) -> str | None:
@@ -401,9 +410,14 @@ def respond(
         finish = "stop" if defects.has(TOOL_FINISH_REASON_STOP) else "tool_calls"
         return _reasoned(Reply(tokens, finish, calls, streamed), request, defects, path)
     text = _structured_text(request, defects)
+    if defects.has(RESPONSE_FORMAT_IGNORED_WHEN_THINKING) and thinks(
+        request, path.dialect, defects
+    ):
+        text = None
     seen = path.eyes.look(request)
     if text is None:
-        text = _plain_reply(request) if seen is None else answer(seen)
+        defaults = {} if defects.has(GENERATION_DEFAULTS_IGNORED) else path.generation_defaults
+        text = _plain_reply(request, defaults) if seen is None else answer(seen)
     if defects.has(SEED_IGNORED) and (request.get("temperature") or 0) > 0:
         text += f" Variation {number}."
     text = _apply_stop(text, request.get("stop"), defects)

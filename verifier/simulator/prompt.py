@@ -87,6 +87,7 @@ class PromptPath:
         self.eyes = Eyes(defects, profile.policies.images)
         self.named_call_ids = bool((profile.policies.tool_call_id or {}).get("names_function"))
         self.dialect = profile.dialect
+        self.generation_defaults = profile.policies.generation_defaults or {}
         if defects.has(TOKENIZER_OLD_VOCAB) and not isinstance(
             profile.tokenizer, TiktokenTokenizer
         ):

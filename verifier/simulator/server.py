@@ -40,6 +40,8 @@ from .defects import (
     INVALID_REQUEST_200,
     INVALID_REQUEST_500,
     INVALID_REQUEST_HANG,
+    MISSING_REASONING_500,
+    MISSING_REASONING_HANG,
     TOKENIZE_ENDPOINT_DISAGREES,
     VISION_INVALID_IMAGE_500,
     Defect,
@@ -48,7 +50,7 @@ from .defects import (
 from .faults import InFlight, choose_fault
 from .model import MODEL_ID, Path, ToyPath, respond
 from .prompt import PromptPath
-from .validation import Policy, Rejection, request_problem
+from .validation import Policy, Rejection, request_problem, with_declared_tools
 
 # What fault-garbage answers: a proxy's error page, sent as if it were the JSON answer.
 GARBAGE = (
@@ -304,6 +306,7 @@ class Handler(BaseHTTPRequestHandler):
                 "model": self.server.policy.model,
                 "messages": [{"role": "user", "content": "?"}],
             }
+        request = with_declared_tools(request, self.server.policy)
         number = self.server.next_request_number()
         with self.server.in_flight.enter() as position:
             self._answer(request, number, position)
@@ -388,6 +391,10 @@ class Handler(BaseHTTPRequestHandler):
             self._send_json(500, error_body("internal error decoding the image", "server_error"))
         elif rejection.code == "invalid_response_format" and defects.has(BAD_RESPONSE_FORMAT_500):
             self._send_json(500, error_body("internal error compiling the grammar", "server_error"))
+        elif rejection.code == "missing_reasoning" and defects.has(MISSING_REASONING_500):
+            self._send_json(500, error_body("internal error rendering the history", "server_error"))
+        elif rejection.code == "missing_reasoning" and defects.has(MISSING_REASONING_HANG):
+            self._hold()
         elif defects.has(INVALID_REQUEST_500):
             self._send_json(500, error_body("internal server error", "server_error"))
         elif defects.has(INVALID_REQUEST_HANG):

@@ -19,6 +19,8 @@ from ..reference.dialect import DEFAULT_FIELD, Dialect
 from ..reference.images import decode_data_url
 from ..reference.profiles import Profile, pinned_values
 from .defects import (
+    DYNAMIC_TOOLS_IGNORED,
+    DYNAMIC_TOOLS_REJECTED,
     MISSING_REASONING_ACCEPTED,
     REASONING_HISTORY_REJECTED,
     SAMPLING_LIMITS_IGNORED,
@@ -45,6 +47,9 @@ class Policy:
         needs_reasoning: with thinking on, a tool-call turn sent back without its reasoning
             is refused (the lab's API does, by the contract).
         refuses_reasoning: an assistant message carrying reasoning is refused (a defect).
+        dynamic_tools: tools declared in a system message are offered to the model (the
+            contract documents them); False: they are dropped.
+        refuses_dynamic_tools: a system message without content is refused (a defect).
     """
 
     sampling: Mapping[str, Any] = dataclasses.field(default_factory=dict)
@@ -54,6 +59,8 @@ class Policy:
     dialect: Dialect | None = None
     needs_reasoning: bool = False
     refuses_reasoning: bool = False
+    dynamic_tools: bool = False
+    refuses_dynamic_tools: bool = False
 
     @classmethod
     def of(cls, profile: Profile | None, defects: Defects, *, vision: bool, model: str) -> Policy:
@@ -70,7 +77,34 @@ class Policy:
             and dialect.tool_turns_need_reasoning
             and not defects.has(MISSING_REASONING_ACCEPTED),
             refuses_reasoning=defects.has(REASONING_HISTORY_REJECTED),
+            dynamic_tools=bool((profile.policies.features or {}).get("dynamic_tools"))
+            and not defects.has(DYNAMIC_TOOLS_IGNORED)
+            if profile
+            else False,
+            refuses_dynamic_tools=defects.has(DYNAMIC_TOOLS_REJECTED),
         )
+
+
+def with_declared_tools(request: dict[str, Any], policy: Policy) -> dict[str, Any]:
+    """The request as the model sees it: tools a system message declares offered with the rest.
+
+    Where the contract documents such messages, their tools join the top-level ones and a
+    system message left without content goes; otherwise the field is dropped, as a request
+    model without it drops an unknown field.
+    """
+    messages = request.get("messages")
+    if not isinstance(messages, list) or not any(
+        isinstance(m, dict) and "tools" in m for m in messages
+    ):
+        return request
+    declared = [t for m in messages if isinstance(m, dict) for t in m.get("tools") or []]
+    kept = [
+        {k: v for k, v in m.items() if k != "tools"}
+        for m in messages
+        if not (policy.dynamic_tools and m.get("role") == "system" and m.get("content") is None)
+    ]
+    tools = [*(request.get("tools") or []), *declared] if policy.dynamic_tools else None
+    return {**request, "messages": kept, **({"tools": tools} if tools else {})}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -247,24 +281,36 @@ def image_problem(part: Mapping[str, Any], policy: Policy) -> str | None:
     return None
 
 
-def _history_problem(request: Mapping[str, Any], policy: Policy) -> str | None:
-    """Why past reasoning in the request's history must be refused, or None."""
+def _history_problem(request: Mapping[str, Any], policy: Policy) -> Rejection | None:
+    """Why past reasoning in the request's history must be refused, or None.
+
+    A tool-call turn without its reasoning is refused with the code ``missing_reasoning``,
+    which the vendor's defects may answer otherwise.
+    """
     field = policy.dialect.history_field if policy.dialect else DEFAULT_FIELD
     thinking = policy.dialect is not None and policy.dialect.mode(request) is True
     for position, message in enumerate(request["messages"]):
         if message.get("role") != "assistant":
             continue
         if policy.refuses_reasoning and field in message:
-            return f"messages[{position}].{field}: extra inputs are not permitted"
+            return Rejection(
+                400,
+                f"messages[{position}].{field}: extra inputs are not permitted",
+                None,
+                "messages",
+            )
         if (
             policy.needs_reasoning
             and thinking
             and message.get("tool_calls")
             and not message.get(field)
         ):
-            return (
+            return Rejection(
+                400,
                 f"thinking is enabled but {field} is missing in assistant tool call message "
-                f"at index {position}"
+                f"at index {position}",
+                "missing_reasoning",
+                "messages",
             )
     return None
 
@@ -281,6 +327,13 @@ def request_problem(request: Any, policy: Policy | None = None) -> Rejection | N
     problem = _messages_problem(request.get("messages"))
     if problem:
         return Rejection(400, problem, param="messages")
+    for position, message in enumerate(request["messages"]):
+        if (
+            policy.refuses_dynamic_tools
+            and message.get("content") is None
+            and message["role"] == "system"
+        ):
+            return Rejection(400, f"messages[{position}].content: field required", param="messages")
     for key in ("max_tokens", "max_completion_tokens", "n", "top_logprobs"):
         value = request.get(key)
         low = 0 if key == "top_logprobs" else 1
@@ -304,9 +357,9 @@ def request_problem(request: Any, policy: Policy | None = None) -> Rejection | N
     problem = _sampling_problem(request, policy.sampling)
     if problem:
         return Rejection(400, problem, param=problem.split(" ", 1)[0])
-    problem = _history_problem(request, policy)
-    if problem:
-        return Rejection(400, problem, param="messages")
+    history = _history_problem(request, policy)
+    if history:
+        return history
     for message in request["messages"]:
         for part in message.get("content") if isinstance(message.get("content"), list) else []:
             if isinstance(part, dict) and part.get("type") == "image_url":
