@@ -1,4 +1,7 @@
-"""Running one row of the defect table: the vendor with that defect, every family graded."""
+"""Running one row of the defect table: the vendor with that defect, every family graded.
+
+The parity family compares the vendor with a reference: the same vendor, clean.
+"""
 
 from __future__ import annotations
 
@@ -20,12 +23,18 @@ def check_row(
     profile = profiles[row.profile]
     # One vendor per row, stopped at once: dozens of idle vendors would hold memory all session.
     vendor = SimulatorProcess(["--profile", profile, "--defect", row.defect])
+    # Parity compares with a reference: the same vendor without the defect.
+    reference = SimulatorProcess(["--profile", profile]) if "parity" in row.families else None
     try:
         options = ("--families", ",".join(row.families), "--repeats", "tool_calling=2")
+        if reference is not None:
+            options += ("--reference-endpoint", reference.url)
         options += row.verifier
         run = run_verifier(vendor.url, "--profile", profile, *options, timeout=900)
     finally:
         vendor.stop()
+        if reference is not None:
+            reference.stop()
     errors = list(resources.validator("scorecard").iter_errors(run.scorecard))
     assert errors == [], errors
     families = run.scorecard["families"]

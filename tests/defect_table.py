@@ -1,4 +1,4 @@
-"""Every defect of the simulated vendor with the exact codes each of the six families gives.
+"""Every defect of the simulated vendor with the exact codes each of the eight families gives.
 
 One row per catalogue entry: the vendor is started with that defect alone, the verifier runs
 every family, and each family's codes must be exactly the row's set (a family the row does not
@@ -30,6 +30,7 @@ FAMILIES = (
     "vision",
     "wire",
     "reasoning",
+    "parity",
 )
 
 
@@ -46,7 +47,8 @@ class Row:
             thinking dialect and sampling policies).
         verifier: verifier options (``--repeats tool_calling=2`` unless they say otherwise).
         why: why a second code or family is right, where there is one.
-        families: the families run (all six but for transport faults).
+        families: the families run (all eight but for transport faults; parity compares the
+            vendor with itself clean).
     """
 
     defect: str
@@ -159,6 +161,8 @@ ROWS: tuple[Row, ...] = (
     ),
     _row("usage-total-wrong", wire={"usage_total_wrong"}),
     _row("logprobs-inconsistent", wire={"logprobs_inconsistent"}),
+    # Parity reports every prompt unsupported (logprobs_unavailable), never a pass.
+    _row("logprobs-unavailable", wire={"logprobs_missing"}),
     _row("max-tokens-not-honoured", wire={"max_tokens_not_honoured"}),
     _row("completion-tokens-inflated", wire={"completion_tokens_mismatch"}),
     _row("seed-ignored", wire={"seed_not_reproducible"}),
@@ -272,6 +276,10 @@ ROWS: tuple[Row, ...] = (
         profile="small",
         reasoning={"structured_output_invalid"},
     ),
+    # parity: the vendor against itself clean (check_row starts the reference).
+    _row("weights-perturbed", parity={"distribution_shift"}),
+    _row("kv-cache-divergence", parity={"kv_cache_divergence"}),
+    _row("logprobs-not-top-choice", parity={"logprobs_inconsistent_with_choice"}),
     # Transport faults: retried and absorbed, never a vendor's conformance code.
     _fault("http-500-every-3rd"),
     # Each third request waits its Retry-After second: the wire family alone.

@@ -25,7 +25,7 @@ from tests.conftest import REPO, child_env
 from tests.hubcache import commit_of, kimi_files, populate
 from tests.server_process import free_port
 from verifier.cases.corpus import load_corpus
-from verifier.config import FAMILY_NAMES
+from verifier.config import DEFAULT_FAMILIES
 from verifier.reference.profiles import builtin_names
 from verifier.simulator.process import SimulatorProcess
 
@@ -153,7 +153,7 @@ def test_the_hub_profile_command_runs_offline_from_the_cache(tmp_path: Path) -> 
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     card = json.loads((tmp_path / "verifier-out" / "scorecard.json").read_text())
     assert card["profile"]["hub"]["commit"] == commit
-    assert set(card["families"]) == set(FAMILY_NAMES)
+    assert set(card["families"]) == set(DEFAULT_FAMILIES)
 
 
 def test_the_demo_runs_with_its_defaults(tmp_path: Path) -> None:

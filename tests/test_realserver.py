@@ -30,7 +30,7 @@ from tests.server_behaviour import WIRE_DEFECTS, spells_a_special_token
 from tests.test_compare_browser import open_page
 from verifier import resources
 from verifier.cases.corpus import load_corpus
-from verifier.config import FAMILY_NAMES
+from verifier.config import DEFAULT_FAMILIES
 from verifier.reference.profiles import load_profile
 
 # The suite runs with --dist loadfile, so every test here shares one worker and its servers.
@@ -76,7 +76,7 @@ def test_every_run_is_complete_and_well_formed(realserver_run: SuiteRun, name: s
     assert errors == [], errors
     assert run.scorecard["endpoint"]["model"].endswith(".gguf")
     assert set(run.scorecard["families"]) == (
-        set(FAMILY_NAMES) if name in TEXT_SERVERS else {"vision"}
+        set(DEFAULT_FAMILIES) if name in TEXT_SERVERS else {"vision"}
     )
     for family_name, family in run.scorecard["families"].items():
         assert family["counts"]["error"] == 0, "a local server has no transport faults"
@@ -238,14 +238,14 @@ def test_wire(realserver_run: SuiteRun, name: str) -> None:
     outcomes = {k.split("/", 1)[1]: v for k, v in run.outcomes().items() if k.startswith("wire/")}
     failed = {case_id: o["code"] for case_id, o in outcomes.items() if o["status"] == "fail"}
     assert failed == WIRE_DEFECTS
-    # Kimi K2 Instruct's contract states no sampling limits and no pins:
-    # those checks do not apply, and say so (usage is checked against the Kimi tokenizer). It
-    # lists the model's served ids, so served_model is checked.
+    # Kimi K2 Instruct's contract states no sampling limits, no pins and no generation
+    # defaults: those checks do not apply, and say so (usage is checked against the Kimi
+    # tokenizer). It lists the model's served ids, so served_model is checked.
     unsupported = {case_id for case_id, o in outcomes.items() if o["status"] == "unsupported"}
     assert unsupported == {
         c.id
         for c in load_corpus(["wire"]).cases
-        if c.data["check"] in ("sampling_limits", "sampling_pins")
+        if c.data["check"] in ("sampling_limits", "sampling_pins", "generation_defaults")
     }
 
 

@@ -37,7 +37,12 @@ FAMILY_NAMES = (
     "vision",
     "wire",
     "reasoning",
+    "parity",
 )
+# The family that needs a reference to compare with: without one, it runs only when named.
+PARITY = "parity"
+# The built-in families a run without --families runs when it has no reference.
+DEFAULT_FAMILIES = tuple(name for name in FAMILY_NAMES if name != PARITY)
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _Number = TypeVar("_Number", int, float)
@@ -209,6 +214,9 @@ class RunConfig:
     concurrency: int = 1
     insecure: bool = False
     budget: str = "full"
+    reference_endpoint: str | None = None
+    reference_model: str | None = None
+    reference_api_key_env: str | None = None
 
     @property
     def endpoint_display(self) -> str:
@@ -218,6 +226,11 @@ class RunConfig:
     def api_key(self) -> str | None:
         """The key from the named environment variable, or None when it is unset or empty."""
         return os.environ.get(self.api_key_env) or None
+
+    @property
+    def reference_key_env(self) -> str:
+        """The environment variable of the reference's key (default: the endpoint's)."""
+        return self.reference_api_key_env or self.api_key_env
 
     def settings(self) -> dict[str, object]:
         """The settings that define a run, as recorded in the journal and the scorecard."""
@@ -234,6 +247,11 @@ class RunConfig:
         }
         if self.generated:
             settings["generated"] = {"cases": self.generated, "seed": self.generation_seed}
+        if self.reference_endpoint is not None:
+            settings["reference"] = {
+                "endpoint": redact_url(self.reference_endpoint),
+                "model": self.reference_model,
+            }
         return settings
 
     @property

@@ -16,6 +16,7 @@ import pytest
 
 from .config import (
     FAMILY_NAMES,
+    PARITY,
     RunConfig,
     check_repeats,
     env_var_name,
@@ -150,6 +151,24 @@ _OPTIONS = (
         "agreement (tool-call trigger F1, tool choice, prompt token counts, vision answers)",
     ),
     _option(
+        "--reference-endpoint",
+        metavar="URL",
+        parse=normalize_endpoint,
+        help="a reference deployment of the same model, asked in the same run: the parity "
+        "family compares the endpoint's per-token distributions with its",
+    ),
+    _option(
+        "--reference-model",
+        metavar="NAME",
+        help="the model at --reference-endpoint (default: the only model it lists)",
+    ),
+    _option(
+        "--reference-api-key-env",
+        metavar="NAME",
+        parse=env_var_name,
+        help="environment variable that holds the reference's key (default: --api-key-env's)",
+    ),
+    _option(
         "--sign-key",
         metavar="PATH",
         help="Ed25519 private key (`verifier keygen`): also write scorecard.dsse.json, the "
@@ -223,7 +242,11 @@ def pytest_configure(config: pytest.Config) -> None:
             endpoint=endpoint,
             model=config.getoption("model"),
             api_key_env=config.getoption("api_key_env"),
-            families=_families_option(config.getoption("families")),
+            families=_families_option(
+                config.getoption("families"),
+                reference=config.getoption("reference_endpoint") is not None
+                or config.getoption("baseline") is not None,
+            ),
             repeats=_repeats_option(config.getoption("repeats")),
             seed=config.getoption("seed"),
             timeout=config.getoption("timeout"),
@@ -241,6 +264,9 @@ def pytest_configure(config: pytest.Config) -> None:
             concurrency=config.getoption("concurrency"),
             insecure=config.getoption("insecure"),
             budget=config.getoption("budget"),
+            reference_endpoint=config.getoption("reference_endpoint"),
+            reference_model=config.getoption("reference_model"),
+            reference_api_key_env=config.getoption("reference_api_key_env"),
         )
         from .run.session import start_session
 
@@ -273,8 +299,11 @@ def _repeats_option(value: int | dict[str, int] | None) -> int | dict[str, int] 
     return value
 
 
-def _families_option(value: str | None) -> tuple[str, ...]:
+def _families_option(value: str | None, *, reference: bool) -> tuple[str, ...]:
+    """The families to run: those named, else all but parity, which needs a reference."""
     from .checks import FAMILIES
 
     known = known_families(FAMILIES.names())
-    return known if value is None else family_list(value, known)
+    if value is not None:
+        return family_list(value, known)
+    return known if reference else tuple(name for name in known if name != PARITY)

@@ -1,8 +1,11 @@
-"""Small statistics for rates: the Wilson score interval."""
+"""Small statistics: the Wilson score interval of a rate, a sequential sign test, a bootstrap."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import random
+from collections.abc import Sequence
 from typing import Any
 
 Z95 = 1.959963984540054
@@ -37,3 +40,62 @@ def rate(successes: int, trials: int) -> dict[str, Any]:
         "successes": successes,
         "trials": trials,
     }
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SequentialTest:
+    """Wald's sequential probability ratio test on a sign: P(exceed) is p0, or p1.
+
+    Each observation says whether a candidate's statistic exceeded the reference's own (True)
+    or not. Under "same distribution" two exchangeable draws make that at most p0 = 1/2 (ties,
+    which a deterministic server gives, count as not exceeding); a different distribution
+    pushes it towards 1. The log-likelihood ratio moves up by ln(p1/p0) on an exceedance and
+    down by ln((1-p1)/(1-p0)) otherwise. The test says "different" at the first observation
+    where it reaches A = ln((1 - beta) / alpha), and "same" where it is at or below
+    B = ln(beta / (1 - alpha)) after at least `minimum` observations (a handful of ties is
+    too little to call two deployments the same). Under "same distribution" the ratio is a
+    supermartingale, so by Ville's inequality it ever reaches A with probability at most
+    alpha / (1 - beta), whatever the stopping: that is the false-alarm rate.
+    """
+
+    p0: float = 0.5
+    p1: float = 0.75
+    alpha: float = 0.01
+    beta: float = 0.05
+    minimum: int = 8
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """(B, A): at or below B the test says same, at or above A different."""
+        return math.log(self.beta / (1 - self.alpha)), math.log((1 - self.beta) / self.alpha)
+
+    @property
+    def false_alarm_rate(self) -> float:
+        """The most often it says "different" of a same-distribution candidate."""
+        return self.alpha / (1 - self.beta)
+
+    def decide(self, exceeded: Sequence[bool]) -> tuple[str, int]:
+        """("same" | "different" | "undecided", observations used) over `exceeded` in order."""
+        low, high = self.bounds
+        up = math.log(self.p1 / self.p0)
+        down = math.log((1 - self.p1) / (1 - self.p0))
+        llr = 0.0
+        for used, exceed in enumerate(exceeded, start=1):
+            llr += up if exceed else down
+            if llr >= high:
+                return "different", used
+            if llr <= low and used >= self.minimum:
+                return "same", used
+        return "undecided", len(exceeded)
+
+
+def bootstrap_mean_interval(
+    values: Sequence[float], seed: int = 0, draws: int = 2000
+) -> tuple[float, float] | None:
+    """A 95% percentile-bootstrap interval of the mean of `values` (seeded: reproducible)."""
+    if not values:
+        return None
+    draw = random.Random(seed)
+    n = len(values)
+    means = sorted(sum(draw.choices(values, k=n)) / n for _ in range(draws))
+    return means[int(0.025 * draws)], means[min(draws - 1, int(0.975 * draws))]

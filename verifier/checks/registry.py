@@ -9,12 +9,12 @@ the case's :class:`~verifier.outcome.Outcome`. It sends nothing itself: the exec
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..cases.corpus import Case
-from ..outcome import Summarize
+from ..outcome import CaseRecord, Summarize
 from ..protocol.answers import ChatResult
 from ..protocol.requests import TEMPERATURE, Exchange
 from ..protocol.tokenize import TokenizerEndpoints
@@ -29,6 +29,8 @@ Cost = Callable[["Case"], float]
 QUICK = 0.1
 # Local work for a case that can be done before any request (cached for its run).
 Prepare = Callable[["Case"], None]
+# Why a family's remaining cases need not be sent, from the outcomes graded so far, or None.
+Settled = Callable[[Sequence[CaseRecord]], str | None]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -49,6 +51,9 @@ class Family:
             every case is one such request.
         prepare: local work a case needs (its images), done in the background while the
             probe waits on the network; None when there is none.
+        settled: why the family's remaining cases need not be sent, given the outcomes of
+            those graded so far (a sequential decision that has stopped), or None while they
+            are needed; None for a family that runs every case.
         cases: the folder of the family's ``*.jsonl`` case files; None for the packaged
             ``cases/<name>/`` (a family from another plugin brings its own).
         case_schema: the JSON Schema each case must match; None for the packaged
@@ -63,6 +68,7 @@ class Family:
     description: str = ""
     cost: Cost | None = None
     prepare: Prepare | None = None
+    settled: Settled | None = None
     cases: Path | None = None
     case_schema: Mapping[str, Any] | None = None
 
@@ -117,6 +123,7 @@ def family(
     description: str = "",
     cost: Cost | None = None,
     prepare: Prepare | None = None,
+    settled: Settled | None = None,
 ) -> Callable[[RunFunction], RunFunction]:
     """Register the decorated ``run(case, ctx)`` exchange as the family `name`."""
 
@@ -131,11 +138,32 @@ def family(
                 description or (run.__doc__ or "").strip().split("\n")[0],
                 cost,
                 prepare,
+                settled,
             )
         )
         return run
 
     return decorate
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ParityContext:
+    """What the parity family compares with, and how many alternatives it may ask for.
+
+    Args:
+        top_logprobs: the most ``top_logprobs`` both the endpoint and the reference give
+            (up to 20); None when logprobs are unavailable.
+        why_unavailable: why there are none, when there are none.
+        live: the reference is an endpoint asked in the same run (``--reference-endpoint``).
+        reference_model: the model the reference endpoint serves, when live.
+        recordings: the reference's recorded answers by case id (``--baseline``), or None.
+    """
+
+    top_logprobs: int | None = None
+    why_unavailable: str = "the probe did not ask for logprobs"
+    live: bool = False
+    reference_model: str | None = None
+    recordings: Mapping[str, Mapping[str, Any]] | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -154,6 +182,7 @@ class RunContext:
         observed: every answer the current case got, recorded by the executor (for the
             shape checks that run on all families, and request counts); the executor gives
             each case a fresh list.
+        parity: the parity family's reference and logprobs (see :class:`ParityContext`).
     """
 
     model: str
@@ -164,6 +193,7 @@ class RunContext:
     endpoints: TokenizerEndpoints = TokenizerEndpoints()
     vision: bool | None = None
     observed: list[ChatResult] = dataclasses.field(default_factory=list)
+    parity: ParityContext = ParityContext()
 
     def repeats_for(self, family: str) -> int:
         """How many times a case of `family` runs."""

@@ -40,10 +40,20 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=int,
         default=0,
         metavar="N",
-        help="seed deciding which chat requests the fault-* defects hit (default: 0)",
+        help="seed deciding which chat requests the fault-* defects hit, and the "
+        "--logit-noise each request gets (default: 0)",
     )
     parser.add_argument(
         "--latency-ms", type=float, default=0.0, help="milliseconds to wait before each answer"
+    )
+    parser.add_argument(
+        "--logit-noise",
+        type=float,
+        default=0.0,
+        metavar="SIGMA",
+        help="add N(0, SIGMA) noise to every logit, drawn anew for each request (seeded by "
+        "--fault-seed and the request's number), as batch-dependent kernels do: the text is "
+        "unchanged, its logprobs differ from request to request (default: 0, none)",
     )
     parser.add_argument(
         "--require-key-env",
@@ -84,6 +94,12 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         sys.stderr.write(f"verifier simulate: error: --defect: {exc}\n")
         return 2
+    if not 0 <= args.logit_noise < float("inf"):
+        sys.stderr.write(
+            f"verifier simulate: error: --logit-noise must be a finite number >= 0, "
+            f"given {args.logit_noise}\n"
+        )
+        return 2
     api_key = None
     if args.require_key_env:
         api_key = os.environ.get(args.require_key_env)
@@ -110,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
             vision=not args.no_vision,
             served_model=args.served_model,
             fault_seed=args.fault_seed,
+            logit_noise=args.logit_noise,
         )
     except ValueError as exc:
         sys.stderr.write(f"verifier simulate: error: {exc}\n")

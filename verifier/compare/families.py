@@ -489,6 +489,65 @@ def reasoning(entries: Entries) -> View:
     return key, tables
 
 
+def ruling_text(ruling: Mapping[str, Any]) -> str:
+    """``different after 12 prompts (60 requests)``: a ruling as it reads in a cell or line."""
+    outcome = "not enough evidence" if ruling["outcome"] == "undecided" else ruling["outcome"]
+    return (
+        f"{outcome} after {ruling.get('prompts', 0)} prompts ({ruling.get('requests', 0)} requests)"
+    )
+
+
+def _ruling(entry: Entry, name: str) -> Mapping[str, Any] | None:
+    rulings = entry.get("rulings") if entry is not None else None
+    return next((r for r in rulings or () if r.get("name") == name), None)
+
+
+def _divergence(metrics: Mapping[str, Any]) -> Measure:
+    """The mean per-position TV lower bound plus chosen-token shift, with its interval."""
+    divergence = metrics.get("divergence")
+    if not isinstance(divergence, Mapping) or divergence.get("mean") is None:
+        return MISSING
+    interval = divergence.get("interval")
+    low, high = (float(interval[0]), float(interval[1])) if interval else (None, None)
+    text = f"{divergence['mean']:.2e}" + (f" [{low:.2e}, {high:.2e}]" if interval else "")
+    text += f"; floor {divergence.get('floor_mean', 0):.2e}"
+    return Measure(
+        text,
+        State.GRADED,
+        float(divergence["mean"]),
+        (low, high) if low is not None and high is not None else None,
+    )
+
+
+def parity(entries: Entries) -> View:
+    """The rulings on distribution and KV cache, divergence, agreement; codes and answers."""
+    metrics = _metrics(entries)
+    rulings = []
+    for name, label in (("distribution", "same distribution"), ("kv_cache", "KV cache")):
+        found = [_ruling(e, name) for e in entries]
+        rulings.append(info_row(label, [None if r is None else ruling_text(r) for r in found]))
+        rulings.append(
+            ranked_row(
+                f"{label}: prompts beyond the reference's noise floor",
+                [MISSING if r is None else rate_measure(r.get("exceeded")) for r in found],
+                higher_is_better=False,
+            )
+        )
+    key = (
+        *rulings,
+        ranked_row(
+            "divergence (mean TV lower bound + chosen-token |Δ logprob|)",
+            _per_vendor(metrics, _divergence),
+            higher_is_better=False,
+        ),
+        ranked_row("top-1 agreement", _per_vendor(metrics, _rate_at("top1_agreement"))),
+        ranked_row(
+            "continuation agreement", _per_vendor(metrics, _rate_at("continuation_agreement"))
+        ),
+    )
+    return key, (codes_table(entries), answers_table(entries))
+
+
 def generic(entries: Entries) -> View:
     """A family this version does not know: failure codes and answers only."""
     return (), (codes_table(entries), answers_table(entries))
@@ -502,4 +561,5 @@ VIEWS: dict[str, Callable[[Entries], View]] = {
     "vision": vision,
     "wire": wire,
     "reasoning": reasoning,
+    "parity": parity,
 }

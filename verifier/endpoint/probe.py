@@ -57,6 +57,10 @@ class Capabilities:
             None when no family that needs them was selected.
         vision: the endpoint takes images (True), refuses them with a 4xx (False), or
             answered the probe image otherwise, or was not asked (None).
+        logprobs: the most ``top_logprobs`` it gives (``{"top": K}``), or why it gives none
+            (``{"top": None, "why": ...}``); None when not asked.
+        reference: the reference deployment's model and logprobs (``--reference-endpoint``),
+            or None.
     """
 
     model: str
@@ -66,6 +70,8 @@ class Capabilities:
     server: dict[str, str] = dataclasses.field(default_factory=dict)
     tokenizer_endpoints: dict[str, Any] | None = None
     vision: bool | None = None
+    logprobs: dict[str, Any] | None = None
+    reference: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """As plain JSON data."""
@@ -84,6 +90,8 @@ class Capabilities:
             server=dict(data.get("server", {})),
             tokenizer_endpoints=data.get("tokenizer_endpoints"),
             vision=data.get("vision"),
+            logprobs=data.get("logprobs"),
+            reference=data.get("reference"),
         )
 
 
@@ -159,13 +167,15 @@ def probe(
     *,
     vision: bool = False,
     tokenizer: bool = False,
+    logprobs: bool = False,
 ) -> Capabilities:
     """Find the model, check that one minimal chat request is answered, and learn what it offers.
 
     With `vision`, whether the endpoint takes images; with `tokenizer`, which tokenizer
-    endpoints it serves. Those probes do not depend on the chat probe's answer, so the three go
-    out together and cost one round trip; the chat probe's error, when there is one, is the one
-    raised (it is about the endpoint as a whole).
+    endpoints it serves; with `logprobs`, how many alternatives it lists. Those probes do not
+    depend on the chat probe's answer, so they go out together and cost one round trip; the
+    chat probe's error, when there is one, is the one raised (it is about the endpoint as a
+    whole).
 
     Raises:
         ConfigError: the model cannot be chosen or is not served.
@@ -173,11 +183,14 @@ def probe(
     """
     models = list_models(client)
     model = choose_model(requested_model, models, client.display_url)
-    with ThreadPoolExecutor(3, thread_name_prefix="verifier-probe") as pool:
+    with ThreadPoolExecutor(4, thread_name_prefix="verifier-probe") as pool:
         chat = pool.submit(probe_chat, client, model, models or ())
         images = pool.submit(probe_vision, client, model) if vision else None
         endpoints = pool.submit(tokenizer_endpoints, client, model) if tokenizer else None
+        alternatives = pool.submit(probe_logprobs, client, model) if logprobs else None
         capabilities = chat.result()
+        if alternatives is not None:
+            capabilities = dataclasses.replace(capabilities, logprobs=alternatives.result())
         if images is not None:
             capabilities = dataclasses.replace(capabilities, vision=images.result())
         if endpoints is not None:
@@ -235,3 +248,62 @@ def probe_vision(client: EndpointClient, model: str) -> bool | None:
     if result.ok:
         return True
     return False if 400 <= result.status < 500 else None
+
+
+# top_logprobs values tried, most first: OpenAI's API lists at most 20.
+TOP_LOGPROBS = (20, 10, 5, 1)
+
+
+def probe_logprobs(client: EndpointClient, model: str) -> dict[str, Any]:
+    """The most ``top_logprobs`` the endpoint lists (``{"top": K}``), or why it lists none.
+
+    One greedy token with ``logprobs``; a 4xx means the value is refused, and the next smaller
+    is tried. An answer without logprobs means the endpoint ignores the field.
+    """
+    why = "no answer"
+    for top in TOP_LOGPROBS:
+        request = {
+            "model": model,
+            "messages": [{"role": "user", "content": "Hello"}],
+            "max_tokens": 1,
+            "temperature": 0,
+            "logprobs": True,
+            "top_logprobs": top,
+        }
+        result = client.chat(request, label=f"probe/logprobs-{top}", keep_persistent_5xx=True)
+        if not result.ok:
+            error = result.error_object or {}
+            why = f"top_logprobs={top} refused with HTTP {result.status}: {error.get('message')}"
+            if 400 <= result.status < 500:
+                continue
+            break
+        entries = result.choice.logprobs if result.choice else None
+        if not entries:
+            return {"top": None, "why": "the answer to logprobs: true has no logprobs"}
+        listed = entries[0].get("top_logprobs") if isinstance(entries[0], dict) else None
+        return (
+            {"top": min(top, len(listed))}
+            if listed
+            else {
+                "top": None,
+                "why": f"top_logprobs={top} answered with no alternatives",
+            }
+        )
+    return {"top": None, "why": why[:300]}
+
+
+def probe_reference(client: EndpointClient, requested_model: str | None) -> dict[str, Any]:
+    """The reference deployment's model and how many alternatives it lists.
+
+    Raises:
+        ConfigError: its model cannot be chosen (named in terms of --reference-model).
+        EndpointError: it is unreachable or rejects its key.
+    """
+    models = list_models(client)
+    try:
+        model = choose_model(requested_model, models, client.display_url)
+    except ConfigError as exc:
+        raise ConfigError(
+            f"--reference-endpoint: {str(exc).replace('--model', '--reference-model')}"
+        ) from None
+    return {"model": model, "logprobs": probe_logprobs(client, model)}

@@ -19,10 +19,13 @@ class Transcript:
     Args:
         path: the shard to append to, or None to record nothing.
         redactor: removes the API key from everything written.
+        target: ``reference`` for the reference deployment's client: every record says so,
+            so that what the endpoint served is never mixed with what the reference did.
     """
 
-    def __init__(self, path: Path | None, redactor: Redactor) -> None:
+    def __init__(self, path: Path | None, redactor: Redactor, target: str | None = None) -> None:
         self._redactor = redactor
+        self._target = target
         self._lock = threading.Lock()
         self._file: IO[str] | None = None
         self.path = path
@@ -34,6 +37,8 @@ class Transcript:
         """Append `record` (redacted) as one line."""
         if self._file is None:
             return
+        if self._target is not None:
+            record = {**record, "target": self._target}
         line = json.dumps(self._redactor.data(record), ensure_ascii=False, default=str)
         with self._lock:
             self._file.write(line + "\n")

@@ -34,6 +34,8 @@ class Chat:
             requests that must be refused: the server error is then the finding).
         observe: the answer is one of the case's answers (shape-checked, counted); False for
             the tokenizer ladder's helper completions.
+        target: ``endpoint``, the endpoint under test, or ``reference``, the reference
+            deployment the parity family compares with (``--reference-endpoint``).
     """
 
     body: Mapping[str, Any]
@@ -41,6 +43,7 @@ class Chat:
     stream: bool = False
     keep_persistent_5xx: bool = False
     observe: bool = True
+    target: str = "endpoint"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

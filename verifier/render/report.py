@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..cases.corpus import Case
+from ..compare.families import ruling_text
 from ..outcome import Finding, Outcome, Status
 
 MAX_FINDINGS_SHOWN = 8
@@ -81,6 +82,12 @@ def summary_lines(card: Mapping[str, Any]) -> list[str]:
         detail = _sub_metrics(family.get("metrics", {}))
         if detail:
             lines.append(f"{'':<{width}}  {detail}")
+        for ruling in family.get("rulings") or ():
+            exceeded = _rate_text("beyond the noise floor", ruling.get("exceeded"))
+            lines.append(
+                f"{'':<{width}}  {ruling['name']}: {ruling_text(ruling)}"
+                + (f", {exceeded}" if exceeded else "")
+            )
     faults = faults_text(card.get("transcript", {}).get("faults") or {})
     if faults:
         lines.append(faults)

@@ -9,6 +9,7 @@ gets, turns a transport fault the family did not handle into an ERROR outcome, a
 from __future__ import annotations
 
 import dataclasses
+import threading
 
 from ..cases.corpus import Case
 from ..checks import FAMILIES
@@ -16,9 +17,9 @@ from ..checks.registry import RunContext
 from ..checks.shapes import shape_summary
 from ..endpoint.client import EndpointClient
 from ..errors import EndpointError
-from ..outcome import Outcome, Status
+from ..outcome import CaseRecord, Outcome, Status
 from ..protocol.answers import ChatResult
-from ..protocol.requests import Request, drive
+from ..protocol.requests import Chat, Request, drive
 from .budget import Budget
 
 
@@ -30,34 +31,68 @@ class Executor:
         context: the settings and probe findings every case runs with.
         budget: ``--budget auto``'s stopping rule, or None: a family it has stopped sends
             no further case.
+        reference: the client of the reference deployment (``--reference-endpoint``), for
+            requests whose target is ``reference``; None when there is none.
     """
 
-    def __init__(self, client: EndpointClient, context: RunContext, budget: Budget | None) -> None:
+    def __init__(
+        self,
+        client: EndpointClient,
+        context: RunContext,
+        budget: Budget | None,
+        reference: EndpointClient | None = None,
+    ) -> None:
         self.client = client
         self.context = context
         self.budget = budget
+        self.reference = reference
+        self._graded: dict[str, list[CaseRecord]] = {}
+        self._lock = threading.Lock()
+
+    def stop_reason(self, family: str) -> str | None:
+        """Why the family's remaining cases are not sent: its budget, or its own decision."""
+        if self.budget is not None:
+            reason = self.budget.stopped(family)
+            if reason:
+                return reason
+        settled = FAMILIES[family].settled
+        if settled is None:
+            return None
+        with self._lock:
+            graded = list(self._graded.get(family, ()))
+        return settled(graded)
 
     def run(self, case: Case) -> Outcome | None:
-        """The case's outcome; None when the budget stopped its family before it was sent."""
-        if self.budget is not None and self.budget.stopped(case.family):
+        """The case's outcome; None when its family stopped before it was sent."""
+        if self.stop_reason(case.family):
             return None
-        outcome = run_case(case, self.context, self.client)
+        outcome = run_case(case, self.context, self.client, self.reference)
         if self.budget is not None:
             self.budget.record(case.family, outcome.status)
+        with self._lock:
+            self._graded.setdefault(case.family, []).append(
+                CaseRecord(case.key, case.family, outcome)
+            )
         return outcome
 
 
-def run_case(case: Case, base: RunContext, client: EndpointClient) -> Outcome:
+def run_case(
+    case: Case, base: RunContext, client: EndpointClient, reference: EndpointClient | None = None
+) -> Outcome:
     """Run and grade `case`; a transport fault that outlived the retries is an ERROR outcome.
 
     Every answer the case got is also checked against the OpenAI answer schemas; what is
     found goes into the outcome's ``shapes`` metric (this family's verdict is not touched:
-    the wire family owns shapes).
+    the wire family owns shapes). A request for the reference goes to `reference`.
     """
     ctx = dataclasses.replace(base, observed=[])
 
     def send(request: Request) -> ChatResult:
-        answer = client.send(request, f"{case.key}#{request.name}")
+        target = client
+        if isinstance(request, Chat) and request.target == "reference":
+            assert reference is not None, "a reference request without --reference-endpoint"
+            target = reference
+        answer = target.send(request, f"{case.key}#{request.name}")
         if request.observe:
             ctx.observed.append(answer)
         return answer

@@ -20,11 +20,11 @@ class CaseSource(Protocol):
     """Where an item gets its case's outcome: the session of this process."""
 
     def outcome_for(self, case: Case) -> tuple[Outcome | None, bool]:
-        """The outcome (None when the budget stopped the family) and whether it was resumed."""
+        """The outcome (None when its family stopped before it) and whether it was resumed."""
         ...
 
     def budget_reason(self, case: Case) -> str:
-        """Why `case` was not sent under ``--budget auto``."""
+        """Why `case` was not sent: ``--budget auto``, or its family's own decision."""
         ...
 
 

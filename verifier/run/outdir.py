@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..checks.parity import RECORDING_FILE
 from ..render.scorecard_markdown import render_scorecard_markdown
 from ..scorecard.validate import scorecard_json
 
@@ -56,6 +57,11 @@ class OutDir:
         return self.root / "scorecard.md"
 
     @property
+    def recording(self) -> Path:
+        """The parity family's recorded answers, which the scorecard digests."""
+        return self.root / RECORDING_FILE
+
+    @property
     def previous(self) -> Path:
         """Where a new run moves the files of the run before it."""
         return self.root / "previous"
@@ -73,7 +79,14 @@ class OutDir:
         Returns:
             True when there was an earlier run.
         """
-        names = [self.journal, self.transcript, self.scorecard, self.signed, self.summary]
+        names = [
+            self.journal,
+            self.transcript,
+            self.scorecard,
+            self.signed,
+            self.summary,
+            self.recording,
+        ]
         present = [p for p in names if p.exists()]
         shards = [
             p
@@ -151,8 +164,19 @@ def write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
-def write_results(out: OutDir, card: dict[str, Any], signing_key: Ed25519PrivateKey | None) -> None:
-    """Write the scorecard, its summary and, with a key, its signed envelope, each atomically."""
+def write_results(
+    out: OutDir,
+    card: dict[str, Any],
+    signing_key: Ed25519PrivateKey | None,
+    recording: bytes | None = None,
+) -> None:
+    """Write the scorecard, its summary and, with a key, its signed envelope, each atomically.
+
+    `recording` (the parity family's recorded answers, whose sha256 the scorecard holds) is
+    written first, so that a scorecard never names a recording that is not there.
+    """
+    if recording is not None:
+        write_atomic(out.recording, recording)
     write_atomic(out.scorecard, scorecard_json(card))
     write_atomic(out.summary, render_scorecard_markdown(card).encode("utf-8"))
     if signing_key is not None:

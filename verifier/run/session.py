@@ -10,8 +10,11 @@ cases. Items are ``<family>::<case id>``, collected instead of test files.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import os
 import threading
 import uuid
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,13 +23,14 @@ import pytest
 from .. import __version__
 from ..cases.corpus import Case, Corpus, load_corpus
 from ..checks import FAMILIES
-from ..checks.registry import RunContext, repeats_for
-from ..config import RunConfig, known_families, load_baseline, prepare_out_dir
+from ..checks.parity import load_recording, recording_bytes
+from ..checks.registry import ParityContext, RunContext, repeats_for
+from ..config import PARITY, RunConfig, known_families, load_baseline, prepare_out_dir
 from ..endpoint.client import EndpointClient
-from ..endpoint.probe import Capabilities, probe
+from ..endpoint.probe import Capabilities, probe, probe_reference
 from ..endpoint.transcript import Transcript
 from ..errors import ConfigError, SigningError, VerifierError
-from ..outcome import Outcome, Status
+from ..outcome import CaseRecord, Outcome, Status
 from ..protocol.tokenize import TokenizerEndpoints
 from ..reference.profiles import NO_PROFILE, builtin_names, load_profile, profile_for_model
 from ..render.report import budget_lines, summary_lines
@@ -59,6 +63,37 @@ def start_session(config: pytest.Config, run: RunConfig) -> None:
         config.pluginmanager.register(XdistHooks(session), "verifier-xdist")
 
 
+def parity_context(
+    caps: Capabilities, baseline: Mapping[str, Any] | None, recordings: Mapping[str, Any] | None
+) -> ParityContext:
+    """What the parity family compares with: the live reference, a recording, or nothing.
+
+    Alternatives are asked for as many as both sides list (a recording lists its own).
+    """
+    own = caps.logprobs or {}
+    if caps.reference is not None:
+        theirs = caps.reference["logprobs"]
+        tops = [own.get("top"), theirs.get("top")]
+        if None in tops:
+            why = own.get("why") or f"the reference: {theirs.get('why')}"
+            return ParityContext(why_unavailable=why)
+        return ParityContext(
+            top_logprobs=min(t for t in tops if t is not None),
+            live=True,
+            reference_model=caps.reference["model"],
+        )
+    if own.get("top") is None:
+        return ParityContext(why_unavailable=own.get("why") or "the probe did not ask for logprobs")
+    if baseline is not None and recordings is None:
+        return ParityContext(
+            why_unavailable="the --baseline scorecard recorded no parity answers: run the "
+            "reference with --families ...,parity"
+        )
+    listed = [len(top) for rec in (recordings or {}).values() for top in rec["first"]["k"] if top]
+    top = min(own["top"], max(listed)) if listed else own["top"]
+    return ParityContext(top_logprobs=top, recordings=recordings)
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
@@ -75,6 +110,7 @@ class VerifierSession:
             threading.Thread(target=self._prepare, name="verifier-prepare", daemon=True).start()
         self.out = OutDir(prepare_out_dir(run.out_dir))
         self.baseline = None if run.baseline is None else load_baseline(run.baseline)
+        self.recordings = self._recordings()
         # Loaded before any request, so that a wrong key costs nothing.
         self.signing_key = None
         if run.sign_key is not None and not self.is_worker:
@@ -92,8 +128,17 @@ class VerifierSession:
         else:
             self._start_controller()
         self._count_done()
-        executor = Executor(self.client, self.context(), self.budget)
-        self.scheduler = CaseScheduler(executor.run, run.concurrency)
+        self.executor = Executor(self.client, self.context(), self.budget, self.reference)
+        self.scheduler = CaseScheduler(self.executor.run, run.concurrency)
+
+    def _recordings(self) -> dict[str, Any] | None:
+        """The baseline's recorded parity answers, when parity runs and it recorded them."""
+        entry = ((self.baseline or {}).get("families") or {}).get(PARITY)
+        if self.run.baseline is None or entry is None or PARITY not in self.run.families:
+            return None
+        if not (entry.get("metrics") or {}).get("recording"):
+            return None
+        return load_recording(self.run.baseline, entry)
 
     def _corpus(self) -> Corpus:
         """The run's cases (the generated ones included), each checked by its family."""
@@ -123,6 +168,7 @@ class VerifierSession:
         self.done: dict[str, dict[str, Any]] = shared["done"]
         self._use_profile(shared["profile"], shared["profile_chosen"])
         self.client = self._client(workerinput["workerid"])
+        self.reference = self._reference_client(workerinput["workerid"])
 
     def _start_controller(self) -> None:
         """Probe the endpoint, choose the profile, open (or resume) the journal."""
@@ -134,22 +180,33 @@ class VerifierSession:
         self._use_profile(given, "given" if given else None)
         resumed = self._resumed_journal()
         self.client = self._client("main")
+        self.reference = self._reference_client("main")
+        parity = PARITY in run.families
         try:
             self.capabilities = probe(
                 self.client,
                 run.model,
                 vision="vision" in run.families,
                 tokenizer=bool({"chat_template", "tokenizer", "reasoning"} & set(run.families)),
+                logprobs=parity,
             )
+            if self.reference is not None:
+                self.capabilities = dataclasses.replace(
+                    self.capabilities,
+                    reference=probe_reference(self.reference, run.reference_model),
+                )
             if run.profile is None:
                 self._choose_profile()
             header = self._header(resumed)
         except VerifierError:
             # The run never started: --out stays as it was (no previous/ move, no shard).
-            self.client.close()
-            self.client.transcript.close()
-            if self.client.transcript.path is not None:
-                self.out.discard_shard(self.client.transcript.path)
+            for client in (self.client, self.reference):
+                if client is None:
+                    continue
+                client.close()
+                client.transcript.close()
+                if client.transcript.path is not None:
+                    self.out.discard_shard(client.transcript.path)
             raise
         if self.journal is None:
             if not self.run.resume:
@@ -218,6 +275,10 @@ class VerifierSession:
         settings = dict(self.run.settings())
         if self.profile is not None and self.profile.sampled:
             settings["temperature"] = None
+        if self.capabilities.reference is not None:
+            given = settings["reference"]
+            assert isinstance(given, dict)
+            settings["reference"] = {**given, "model": self.capabilities.reference["model"]}
         return settings
 
     def _header(self, resumed: JournalContents | None) -> dict[str, Any]:
@@ -272,6 +333,25 @@ class VerifierSession:
         client.transcript = Transcript(self.out.shard(self.run_id, worker), client.redactor)
         return client
 
+    def _reference_client(self, worker: str) -> EndpointClient | None:
+        """The client of --reference-endpoint, when the parity family will ask it."""
+        run = self.run
+        if run.reference_endpoint is None or PARITY not in run.families:
+            return None
+        client = EndpointClient(
+            run.reference_endpoint,
+            api_key=os.environ.get(run.reference_key_env) or None,
+            api_key_env=run.reference_key_env,
+            timeout=run.timeout,
+            max_retries=run.max_retries,
+            backoff=run.retry_backoff,
+            insecure=run.insecure,
+        )
+        client.transcript = Transcript(
+            self.out.shard(self.run_id, f"{worker}-reference"), client.redactor, "reference"
+        )
+        return client
+
     def context(self) -> RunContext:
         """The context every case of this process runs with."""
         caps = self.capabilities
@@ -284,6 +364,7 @@ class VerifierSession:
             stop_early=self.budget is not None,
             endpoints=TokenizerEndpoints.from_dict(found) if found else TokenizerEndpoints(),
             vision=caps.vision,
+            parity=parity_context(caps, self.baseline, self.recordings),
         )
 
     def _count_done(self) -> None:
@@ -368,7 +449,8 @@ class VerifierSession:
     def outcome_for(self, case: Case) -> tuple[Outcome | None, bool]:
         """The case's outcome: from the journal when resuming, else from the scheduler.
 
-        None when ``--budget auto`` stopped its family before the case was sent.
+        None when its family stopped before the case was sent (``--budget auto``, or the
+        family's own sequential decision).
         """
         recorded = self.done.get(case.key)
         if recorded is not None:
@@ -376,9 +458,8 @@ class VerifierSession:
         return self.scheduler.outcome(case), False
 
     def budget_reason(self, case: Case) -> str:
-        """Why `case` was not sent under ``--budget auto``."""
-        assert self.budget is not None, "only a budgeted run leaves cases unsent"
-        return self.budget.stopped(case.family) or "budget: not sent"
+        """Why `case` was not sent: ``--budget auto``, or its family's own decision."""
+        return self.executor.stop_reason(case.family) or "budget: not sent"
 
     def _start_ahead(self, items: list[pytest.Item]) -> None:
         """Let the scheduler start the cases of `items` not graded yet, in this order."""
@@ -448,13 +529,16 @@ class VerifierSession:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Close the transcript; on the controller, merge it and write the scorecard."""
         self.scheduler.close()
-        self.client.close()
-        self.client.transcript.close()
+        for client in (self.client, self.reference):
+            if client is not None:
+                client.close()
+                client.transcript.close()
         if self.is_worker or self.journal is None:
             return
         self.journal.close()
         self.out.merge_shards()
-        card = self._scorecard(read_journal(self.out.journal))
+        contents = read_journal(self.out.journal)
+        card = self._scorecard(contents)
         # The gate decides the exit status of a run that got to grade its cases; an
         # interrupted or broken session keeps pytest's own status.
         if "gate" in card and session.exitstatus in (
@@ -463,7 +547,20 @@ class VerifierSession:
         ):
             passed = card["gate"]["passed"]
             session.exitstatus = pytest.ExitCode.OK if passed else pytest.ExitCode.TESTS_FAILED
-        write_results(self.out, card, self.signing_key)
+        elif session.exitstatus == pytest.ExitCode.OK and any(
+            ruling["verdict"] == "fail"
+            for family in card["families"].values()
+            for ruling in family.get("rulings", ())
+        ):
+            # Every case passed, but a decision over all of a family's cases did not.
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        recording = None
+        if PARITY in card["families"]:
+            records = [
+                CaseRecord.from_dict(r) for r in contents.latest().values() if r["family"] == PARITY
+            ]
+            recording = recording_bytes(records)
+        write_results(self.out, card, self.signing_key, recording)
         self.scorecard = card
 
     def _scorecard(self, contents: JournalContents) -> dict[str, Any]:

@@ -95,6 +95,9 @@ def summarize_family(
         records: the latest outcome record of each of its cases.
         baseline: the same family's entry in a baseline scorecard, if one was given.
         summarize: the family's own sub-metrics (see ``Family.summarize``), if it has any.
+            Its ``rulings`` (a list, possibly empty) are decisions over all the cases
+            together, each with a ``verdict`` and, when it fails, a ``code``: they go into
+            the entry's ``rulings`` and can make the family's verdict worse.
     """
     records = list(records)
     counts = dict.fromkeys(STATUSES, 0)
@@ -111,8 +114,14 @@ def summarize_family(
     metrics: dict[str, Any] = {"requests": requests, "shapes": _shapes(records)}
     if summarize is not None:
         metrics.update(summarize(records, baseline))
-    return {
-        "verdict": verdict(counts),
+    rulings = metrics.pop("rulings", None)
+    family_verdict = verdict(counts)
+    for ruling in rulings or ():
+        family_verdict = worse(family_verdict, ruling["verdict"])
+        if ruling.get("code"):
+            codes[ruling["code"]] += 1
+    entry = {
+        "verdict": family_verdict,
         "cases": sum(counts.values()),
         "counts": counts,
         "score": counts["pass"] / graded if graded else None,
@@ -122,6 +131,24 @@ def summarize_family(
         "metrics": metrics,
         "worst": worst,
     }
+    if rulings is not None:
+        entry["rulings"] = rulings
+    return entry
+
+
+# A ruling over all of a family's cases can only make a family's verdict worse, in this order.
+_SEVERITY = ("unsupported", "pass", "inconclusive", "fail")
+
+
+def worse(verdict: str, decided: str) -> str:
+    """The worse of a family's verdict from its cases and a decision over all of them.
+
+    A family none of whose cases ran stays unsupported: a decision over no case decides
+    nothing.
+    """
+    if verdict == "unsupported":
+        return verdict
+    return max(verdict, decided, key=_SEVERITY.index)
 
 
 def overall_verdict(families: Mapping[str, Mapping[str, Any]]) -> str:

@@ -150,6 +150,12 @@ def family_gate(family: Mapping[str, Any] | None, limits: Mapping[str, Any]) -> 
         silent = _silent(family)
         if silent > limits["max_silent_acceptance"]:
             miss("max_silent_acceptance", limits["max_silent_acceptance"], silent)
+    rulings = family.get("rulings")
+    for ruling in rulings or ():
+        if ruling["verdict"] == "fail":
+            miss(f"ruling {ruling['name']}", "same", ruling["outcome"])
+    if rulings == [] and limits.get("require"):
+        miss("require", True, "nothing compared: no reference")
     pass_k = family["metrics"].get("pass_k")
     if "min_pass_k" in limits:
         rate = pass_k.get("rate") if isinstance(pass_k, Mapping) else None

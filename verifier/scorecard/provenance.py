@@ -41,7 +41,8 @@ def seen_in_transcript(lines: Iterable[bytes]) -> dict[str, dict[str, int]]:
             record = json.loads(line)
         except (json.JSONDecodeError, UnicodeDecodeError):
             continue
-        if not isinstance(record, dict):
+        # The reference deployment's answers say nothing of the endpoint's provenance.
+        if not isinstance(record, dict) or record.get("target") == "reference":
             continue
         for answer in _answers(record.get("response")):
             if isinstance(answer.get("model"), str):

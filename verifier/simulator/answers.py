@@ -2,7 +2,9 @@
 
 Wire defects of the catalogue are applied here (raw finish_reason tokens, a wrong
 usage total, inconsistent logprobs, a repeated role, a missing usage chunk or
-[DONE], n ignored); behaviour defects live in the model.
+[DONE], n ignored), and so are the logprobs' distributions (from
+:mod:`~verifier.simulator.distribution`) with the defects that misreport them;
+behaviour defects live in the model.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from typing import Any
 from .defects import (
     FINISH_REASON_RAW_TOKEN,
     LOGPROBS_INCONSISTENT,
+    LOGPROBS_NOT_TOP_CHOICE,
+    LOGPROBS_UNAVAILABLE,
     N_IGNORED,
     REASONING_TOKENS_MISCOUNTED,
     SERVED_MODEL_SUBSTITUTED,
@@ -34,6 +38,7 @@ from .defects import (
     USAGE_TOTAL_WRONG,
     Defects,
 )
+from .distribution import Perturbation, best_swapped, distribution, entry, prompt_digest
 from .model import MODEL_ID, Path, Reply, ToolCall, tokenize
 from .thinking import call_markup
 
@@ -77,26 +82,35 @@ def finish_of(reply: Reply, defects: Defects) -> str:
     return reply.finish_reason
 
 
-def logprobs_of(
-    request: dict[str, Any], tokens: list[str], defects: Defects
-) -> dict[str, Any] | None:
-    """Token logprobs for the content, when asked for (the tiny model is sure of every token)."""
-    if not request.get("logprobs"):
-        return None
+def _entries(
+    request: dict[str, Any],
+    tokens: list[str],
+    defects: Defects,
+    perturbation: Perturbation | None,
+    start: int = 0,
+) -> list[dict[str, Any]]:
+    """The logprobs entries of `tokens`, emitted from position `start` on."""
     top = request.get("top_logprobs") or 0
-    entries = []
-    for token in tokens:
-        alternatives = [{"token": token, "logprob": -0.01}] + [
-            {"token": f"{token}~{i}", "logprob": -5.0 - i} for i in range(1, top)
-        ]
-        entries.append(
-            {
-                "token": token,
-                "logprob": -0.01,
-                "bytes": list(token.encode()),
-                "top_logprobs": alternatives[:top],
-            }
-        )
+    digest = prompt_digest(request)
+    found = []
+    for position, token in enumerate(tokens, start):
+        logits = distribution(digest, position, token, perturbation)
+        if defects.has(LOGPROBS_NOT_TOP_CHOICE):
+            logits = best_swapped(logits)
+        found.append(entry(logits, top))
+    return found
+
+
+def logprobs_of(
+    request: dict[str, Any],
+    tokens: list[str],
+    defects: Defects,
+    perturbation: Perturbation | None = None,
+) -> dict[str, Any] | None:
+    """A choice's logprobs for its content tokens, when asked for (and given)."""
+    if not request.get("logprobs") or defects.has(LOGPROBS_UNAVAILABLE):
+        return None
+    entries = _entries(request, tokens, defects, perturbation)
     if defects.has(LOGPROBS_INCONSISTENT) and entries:
         entries = entries[:-1]
     return {"content": entries}
@@ -115,9 +129,14 @@ def call_type(defects: Defects) -> str:
 
 
 def completion_body(
-    request: dict[str, Any], reply: Reply, number: int, defects: Defects, path: Path
+    request: dict[str, Any],
+    reply: Reply,
+    number: int,
+    defects: Defects,
+    path: Path,
+    perturbation: Perturbation | None = None,
 ) -> dict[str, Any]:
-    """The chat.completion object."""
+    """The chat.completion object (`perturbation` moves its logprobs)."""
     message: dict[str, Any] = {"role": "assistant", "content": reply.content}
     if reply.reasoning:
         message[reply.reasoning_field] = reply.reasoning
@@ -131,6 +150,7 @@ def completion_body(
             for c in reply.tool_calls
         ]
     count = choice_count(request, defects)
+    logprobs = logprobs_of(request, reply.tokens, defects, perturbation)
     return {
         "id": f"chatcmpl-sim-{number}",
         "object": "chat.completion",
@@ -142,7 +162,7 @@ def completion_body(
                 "index": index,
                 "message": message,
                 "finish_reason": finish_of(reply, defects),
-                "logprobs": logprobs_of(request, reply.tokens, defects),
+                "logprobs": logprobs,
             }
             for index in range(count)
         ],
@@ -169,10 +189,40 @@ class _Chunks:
         self.items.append({**self.base, "id": chunk_id, "choices": [choice]})
 
 
+def _chunk_logprobs(
+    request: dict[str, Any], reply: Reply, defects: Defects, perturbation: Perturbation | None
+) -> list[dict[str, Any]]:
+    """What each content chunk's choice carries besides its delta: its piece of the logprobs.
+
+    One item a content token, each with that token's entry of the non-stream answer, and one
+    more for the space stream-content-differs adds.
+    """
+    spaced = bool(reply.tokens) and defects.has(STREAM_CONTENT_DIFFERS)
+    count = len(reply.tokens) + spaced
+    if not request.get("logprobs"):
+        return [{}] * count
+    logprobs = logprobs_of(request, reply.tokens, defects, perturbation)
+    if logprobs is None:
+        # A vendor without logprobs still names the field in every content chunk, as null.
+        return [{"logprobs": None}] * count
+    pieces = [
+        {"logprobs": {"content": logprobs["content"][position : position + 1]}}
+        for position in range(len(reply.tokens))
+    ]
+    if spaced:
+        # The extra text comes with its logprob: the stream stays consistent with itself.
+        space = _entries(request, [" "], defects, perturbation, start=len(reply.tokens))
+        pieces.append({"logprobs": {"content": space}})
+    return pieces
+
+
 def _stream_content(
-    chunks: _Chunks, index: int, reply: Reply, logprobs: dict[str, Any] | None, more: str = ""
+    chunks: _Chunks, index: int, reply: Reply, logprobs: list[dict[str, Any]], more: str = ""
 ) -> None:
-    """A choice's role, reasoning and content chunks, one per token (`more`: more reasoning)."""
+    """A choice's role, reasoning and content chunks, one per token (`more`: more reasoning).
+
+    `logprobs` holds what each content chunk carries besides its delta (``_chunk_logprobs``).
+    """
     defects = chunks.defects
     if not defects.has(STREAM_NO_ROLE):
         chunks.add(index, {"role": "assistant", "content": ""})
@@ -183,20 +233,13 @@ def _stream_content(
     repeat_role = defects.has(STREAM_ROLE_REPEATED)
     for position, token in enumerate(reply.tokens):
         delta = {"role": "assistant", "content": token} if repeat_role else {"content": token}
-        extra: dict[str, Any] = {}
-        if logprobs is not None:
-            entries = logprobs["content"][position : position + 1]
-            extra["logprobs"] = {"content": entries}
-        chunks.add(index, delta, **extra)
+        chunks.add(index, delta, **logprobs[position])
         if position == 0 and defects.has(STREAM_EMPTY_DELTA):
             chunks.add(index, {})
         if position == 0 and late:
             chunks.add(index, {reply.reasoning_field: late[0]})
     if reply.tokens and defects.has(STREAM_CONTENT_DIFFERS):
-        # The extra text comes with its logprob: the stream stays consistent with itself.
-        space = {"token": " ", "logprob": -0.01, "bytes": [32], "top_logprobs": []}
-        last: dict[str, Any] = {} if logprobs is None else {"logprobs": {"content": [space]}}
-        chunks.add(index, {"content": " "}, **last)
+        chunks.add(index, {"content": " "}, **logprobs[-1])
 
 
 def _stream_tool_calls(chunks: _Chunks, index: int, calls: list[ToolCall]) -> None:
@@ -214,9 +257,17 @@ def _stream_tool_calls(chunks: _Chunks, index: int, calls: list[ToolCall]) -> No
 
 
 def stream_events(
-    request: dict[str, Any], reply: Reply, number: int, defects: Defects, path: Path
+    request: dict[str, Any],
+    reply: Reply,
+    number: int,
+    defects: Defects,
+    path: Path,
+    perturbation: Perturbation | None = None,
 ) -> list[bytes]:
-    """The SSE events of a streamed answer, [DONE] included (unless a defect drops it)."""
+    """The SSE events of a streamed answer, [DONE] included (unless a defect drops it).
+
+    Its logprobs are the non-stream answer's (`perturbation` moves them), one entry a chunk.
+    """
     base = {
         "id": f"chatcmpl-sim-{number}",
         "object": "chat.completion.chunk",
@@ -231,7 +282,7 @@ def stream_events(
     if calls and reply.reasoning and defects.has(STREAM_DROPS_TOOL_CALLS_AFTER_THINKING):
         # The stream parser never sees the reasoning end, so the calls stay reasoning text.
         more, calls, finish = "\n" + call_markup(calls, path.dialect), [], "stop"
-    logprobs = logprobs_of(request, reply.tokens, defects)
+    logprobs = _chunk_logprobs(request, reply, defects, perturbation)
     chunks = _Chunks(base, defects)
     for index in range(count):
         _stream_content(chunks, index, reply, logprobs, more)

@@ -9,8 +9,10 @@ Every defect is a :class:`Defect` constant of this module, registered in
 NameError instead of a test that is silently false. The layers that consult them:
 prompt rendering and counting (``prompt.PromptPath``), the model's answer
 (``model.respond``), the answer on the wire and its stream (``answers.completion_body``,
-``answers.stream_events``), request validation (``server.Handler._reject``), images
-(``vision.Eyes``) and transport faults (``faults.choose_fault``, ``server.Handler._fault``).
+``answers.stream_events``), the logprobs' distributions (``answers.logprobs_of``, and
+``server.SimulatorServer.perturbation`` for those that depend on the vendor's state),
+request validation (``server.Handler._reject``), images (``vision.Eyes``) and transport
+faults (``faults.choose_fault``, ``server.Handler._fault``).
 """
 
 from __future__ import annotations
@@ -289,6 +291,33 @@ SERVED_MODEL_SUBSTITUTED = _define(
     "served-model-substituted",
     "wire",
     f"answers as another model: every answer's model is {SUBSTITUTE_MODEL!r}",
+)
+
+# parity (per-token distributions, compared between two deployments of one model)
+WEIGHTS_PERTURBED = _define(
+    "weights-perturbed",
+    "parity",
+    "shifts every logit by N(0, EPS), the same for the same prompt every time, as converted "
+    "or quantised weights do (the text is unchanged)",
+    param="EPS",
+    default="0.05",
+)
+KV_CACHE_DIVERGENCE = _define(
+    "kv-cache-divergence",
+    "parity",
+    "answers a prompt it has answered before from a warm prefix cache that computes other "
+    "logits: a repeated request's logprobs differ from its first (the text is unchanged)",
+)
+LOGPROBS_NOT_TOP_CHOICE = _define(
+    "logprobs-not-top-choice",
+    "parity",
+    "reports the emitted token's logprob below the best alternative's, as if greedy "
+    "decoding had not picked the most likely token",
+)
+LOGPROBS_UNAVAILABLE = _define(
+    "logprobs-unavailable",
+    "wire",
+    "ignores logprobs and top_logprobs: every choice has logprobs null",
 )
 
 # reasoning (a profile with a thinking dialect: its switch, tags, effort and history rule)
@@ -606,6 +635,17 @@ def _rate_problem(text: str) -> str | None:
     return None
 
 
+def _scale_problem(text: str) -> str | None:
+    """None when `text` is a standard deviation (a finite number >= 0), else what is wrong."""
+    try:
+        scale = float(text)
+    except ValueError:
+        return f"EPS must be a number >= 0, given {text!r}"
+    if not 0 <= scale < float("inf"):
+        return f"EPS must be a finite number >= 0, given {text!r}"
+    return None
+
+
 def _count_problem(text: str) -> str | None:
     """None when `text` is a request count of 2 or more, else what is wrong with it."""
     if not text.isdigit() or int(text) < 2:
@@ -619,6 +659,7 @@ def _count_problem(text: str) -> str | None:
 _PARAM_CHECKS: dict[str, tuple[Callable[[str], str | None], str]] = {
     "RATE": (_rate_problem, "0.3"),
     "N": (_count_problem, "2"),
+    "EPS": (_scale_problem, "0.05"),
 }
 
 

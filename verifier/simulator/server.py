@@ -2,7 +2,8 @@
 
 Standard library only (``http.server``), threaded, keep-alive; streams are
 sent as SSE with chunked transfer encoding. Faults and defects from the
-catalogue are applied here (transport) and in the model (behaviour).
+catalogue are applied here (transport, and the logprobs' perturbations that depend
+on the vendor's state or settings) and in the model (behaviour).
 
 Transport faults only ever hit ``POST /v1/chat/completions``: the model list
 and the tokenizer routes stay clean, so that the probe is not what a fault
@@ -40,13 +41,16 @@ from .defects import (
     INVALID_REQUEST_200,
     INVALID_REQUEST_500,
     INVALID_REQUEST_HANG,
+    KV_CACHE_DIVERGENCE,
     MISSING_REASONING_500,
     MISSING_REASONING_HANG,
     TOKENIZE_ENDPOINT_DISAGREES,
     VISION_INVALID_IMAGE_500,
+    WEIGHTS_PERTURBED,
     Defect,
     Defects,
 )
+from .distribution import Perturbation, PromptMemory, prompt_digest
 from .faults import InFlight, choose_fault
 from .model import MODEL_ID, Path, ToyPath, respond
 from .prompt import PromptPath
@@ -83,7 +87,11 @@ class SimulatorServer(ThreadingHTTPServer):
             /tokenize with content, /detokenize, /props) or ``none``.
         vision: the vendor takes images; False makes it text-only (images refused, 400).
         served_model: the model id it serves (``/v1/models`` lists it, answers name it).
-        fault_seed: the seed that decides which chat requests the seeded faults hit.
+        fault_seed: the seed that decides which chat requests the seeded faults hit (and,
+            with each request's number, its logit noise).
+        logit_noise: the standard deviation of the noise on every logit of every answer, drawn
+            anew for each request, as batch-dependent kernels give (0: none). The text is
+            unchanged; only the logprobs move.
     """
 
     daemon_threads = True
@@ -102,6 +110,7 @@ class SimulatorServer(ThreadingHTTPServer):
         vision: bool = True,
         served_model: str = MODEL_ID,
         fault_seed: int = 0,
+        logit_noise: float = 0.0,
     ) -> None:
         self.path_model: Path = PromptPath(profile, defects) if profile else ToyPath(defects)
         super().__init__(address, Handler)
@@ -112,7 +121,10 @@ class SimulatorServer(ThreadingHTTPServer):
         self.tokenizer_api = tokenizer_api if profile else "none"
         self.policy = Policy.of(profile, defects, vision=vision, model=served_model)
         self.fault_seed = fault_seed
+        self.logit_noise = logit_noise
         self.in_flight = InFlight()
+        # The prompts answered so far, for kv-cache-divergence's warm cache.
+        self.prompts = PromptMemory()
         # Set when the server closes, so that requests held by fault-timeout let go.
         self.closing = threading.Event()
         self._counter = itertools.count(1)
@@ -136,6 +148,23 @@ class SimulatorServer(ThreadingHTTPServer):
         host = host if isinstance(host, str) else host.decode()
         shown = f"[{host}]" if ":" in host else host
         return f"http://{shown}:{port}/v1"
+
+    def perturbation(self, request: dict[str, Any], number: int) -> Perturbation:
+        """How the logprobs of chat request `number`, about to be answered, are moved.
+
+        Under kv-cache-divergence the request's prompt counts as answered from now on.
+        """
+        weights = self.defects.param(WEIGHTS_PERTURBED)
+        warm = self.defects.has(KV_CACHE_DIVERGENCE) and self.prompts.answered_before(
+            prompt_digest(request)
+        )
+        return Perturbation(
+            weights=float(weights) if weights is not None else 0.0,
+            warm=warm,
+            noise=self.logit_noise,
+            seed=self.fault_seed,
+            number=number,
+        )
 
     def next_request_number(self) -> int:
         """Number the chat requests 1, 2, 3, ... (faults like every-3rd use it)."""
@@ -323,14 +352,15 @@ class Handler(BaseHTTPRequestHandler):
         defects = server.defects.at_position(position)
         path = server.path_model
         reply = respond(request, defects, number, path)
+        perturbation = server.perturbation(request, number)
         if stream:
-            events = stream_events(request, reply, number, defects, path)
+            events = stream_events(request, reply, number, defects, path, perturbation)
             if fault is None:
                 self._stream(events)
             else:
                 self._stream_cut(events, reset=fault == FAULT_RESET)
             return
-        body = completion_body(request, reply, number, defects, path)
+        body = completion_body(request, reply, number, defects, path, perturbation)
         if request.get("return_token_ids") and server.tokenizer_api == "vllm":
             assert isinstance(path, PromptPath)
             body["prompt_token_ids"] = path.prompt_ids(request)

@@ -28,6 +28,7 @@ from .defects import (
     SAMPLING_PINS_REFUSED,
     Defects,
 )
+from .distribution import MAX_TOP_LOGPROBS
 from .model import MODEL_ID
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
@@ -341,6 +342,13 @@ def request_problem(request: Any, policy: Policy | None = None) -> Rejection | N
             not isinstance(value, int) or isinstance(value, bool) or value < low
         ):
             return Rejection(400, f"{key} must be an integer >= {low}, given {value!r}", param=key)
+    top = request.get("top_logprobs")
+    if isinstance(top, int) and top > MAX_TOP_LOGPROBS:
+        return Rejection(
+            400,
+            f"top_logprobs must be at most {MAX_TOP_LOGPROBS}, given {top}",
+            param="top_logprobs",
+        )
     stop = request.get("stop")
     if (
         stop is not None

@@ -1,0 +1,22 @@
+"""Parity defects: exactly their codes, in every family (the vendor against itself clean)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from tests.conftest import VerifierRun
+from tests.defect_codes import check_row
+from tests.defect_table import ROWS, Row, catalogue_family
+
+pytestmark = pytest.mark.slow
+
+PARITY = [r for r in ROWS if catalogue_family(r) == "parity"]
+
+
+@pytest.mark.parametrize("row", PARITY, ids=lambda row: row.defect)
+def test_defect_gives_exactly_its_codes(
+    row: Row, run_verifier: Callable[..., VerifierRun], defect_profiles: dict[str, str]
+) -> None:
+    check_row(row, run_verifier, defect_profiles)

@@ -1,0 +1,198 @@
+"""Parity grading as pure functions: traces, TV bounds, the comparison, the sequential test."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from verifier.checks.distributions import (
+    Trace,
+    compare,
+    divergence,
+    not_top_choice,
+    trace_of,
+    tv_bounds,
+)
+from verifier.checks.parity import compared, grade, recording_bytes, summarize
+from verifier.outcome import CaseRecord, Outcome, Status
+from verifier.protocol.answers import ChatResult, Choice
+from verifier.stats import SequentialTest
+
+
+def entry(token: str, logprob: float, top: list[tuple[str, float]]) -> dict[str, Any]:
+    return {
+        "token": token,
+        "logprob": logprob,
+        "bytes": list(token.encode()),
+        "top_logprobs": [{"token": t, "logprob": lp} for t, lp in top],
+    }
+
+
+def trace(*positions: tuple[str, list[tuple[str, float]]]) -> Trace:
+    found = trace_of([entry(token, dict(top)[token], top) for token, top in positions])
+    assert found is not None
+    return found
+
+
+A = trace(("Hi", [("Hi", -0.1), ("Hello", -2.5)]), ("!", [("!", -0.2), (".", -1.8)]))
+
+
+def test_a_trace_reads_tokens_logprobs_and_alternatives_and_round_trips() -> None:
+    assert A.tokens == ("Hi", "!")
+    assert A.top[0] == (("Hi", -0.1), ("Hello", -2.5))
+    assert Trace.from_json(A.to_json()) == A
+    assert trace_of(None) is None
+    assert trace_of([{"token": "x"}]) is None
+
+
+def test_identical_answers_do_not_diverge() -> None:
+    same = compare(A, A)
+    assert (same.identical, same.first_divergence, same.positions) == (True, None, 2)
+    assert same.top1_agree == 2
+    assert divergence(same) == 0.0
+
+
+def test_a_shifted_distribution_diverges_along_the_shared_prefix() -> None:
+    b = trace(("Hi", [("Hi", -0.3), ("Hello", -1.5)]), ("?", [("?", -0.5), ("!", -1.0)]))
+    found = compare(A, b)
+    # The first token agrees; the second differs: both compared, nothing after.
+    assert (found.first_divergence, found.positions, found.identical) == (1, 2, False)
+    assert found.chosen_delta == pytest.approx((0.2,))
+    assert found.top1_agree == 1
+    assert divergence(found) > 0
+
+
+def probabilities(draw: st.DrawFn) -> list[tuple[str, float]]:
+    weights = draw(st.lists(st.floats(0.01, 1.0), min_size=1, max_size=6))
+    rest = draw(st.floats(0.0, 1.0))
+    total = sum(weights) + rest
+    tokens = draw(st.permutations(["a", "b", "c", "d", "e", "f", "g", "h"]))
+    return [(tokens[i], math.log(w / total)) for i, w in enumerate(weights)]
+
+
+@given(st.data())
+def test_tv_bounds_hold_for_any_completion_of_the_missing_mass(data: st.DataObject) -> None:
+    """The true TV of full distributions that agree with the top lists lies within the bounds."""
+    a = data.draw(st.composite(probabilities)())
+    b = data.draw(st.composite(probabilities)())
+    low, high = tv_bounds(tuple(a), tuple(b))
+    assert 0 <= low <= high <= 1
+    # Complete each list: a token of the other list it misses gets the least it may (0) and
+    # the rest goes to a token neither lists; the TV of that completion is within the bounds.
+    p = {t: math.exp(lp) for t, lp in a}
+    q = {t: math.exp(lp) for t, lp in b}
+    p["rest"] = max(0.0, 1 - sum(p.values()))
+    q["rest"] = max(0.0, 1 - sum(q.values()))
+    tv = 0.5 * sum(abs(p.get(t, 0.0) - q.get(t, 0.0)) for t in p.keys() | q.keys())
+    assert low - 1e-9 <= tv <= high + 1e-9
+
+
+def test_a_chosen_token_below_a_listed_alternative_is_not_the_greedy_choice() -> None:
+    bad = trace(("Hi", [("Hi", -0.9), ("Hello", -0.6)]))
+    assert not_top_choice(bad) == [0]
+    assert not_top_choice(A) == []
+
+
+@pytest.mark.parametrize(
+    ("signs", "outcome", "used"),
+    [
+        ([False] * 24, "same", 8),
+        ([True] * 24, "different", 12),
+        (([True] * 5 + [False] * 3) * 3, "undecided", 24),
+    ],
+)
+def test_the_sequential_sign_test(signs: list[bool], outcome: str, used: int) -> None:
+    assert SequentialTest().decide(signs) == (outcome, used)
+
+
+@given(st.lists(st.booleans(), max_size=40))
+def test_the_sequential_test_stops_at_its_first_crossing(signs: list[bool]) -> None:
+    outcome, used = SequentialTest().decide(signs)
+    assert used <= len(signs)
+    if outcome != "undecided":
+        assert SequentialTest().decide(signs[:used]) == (outcome, used)
+
+
+def answer(tr: Trace, stream: bool = False) -> ChatResult:
+    entries = [
+        entry(t, c, list(top)) for t, c, top in zip(tr.tokens, tr.chosen, tr.top, strict=True)
+    ]
+    return ChatResult(
+        stream=stream,
+        status=200,
+        choices=[Choice(0, "assistant", "".join(tr.tokens), None, [], "stop", entries)],
+    )
+
+
+def test_grade_records_and_compares() -> None:
+    answers = {"first": answer(A), "stream": answer(A, True), "again": answer(A)}
+    recorded = grade(answers, None, requests=3)
+    assert recorded.status is Status.PASS
+    assert recorded.metrics["recording"]["first"] == A.to_json()
+    assert "compared" not in recorded.metrics
+    against = grade(answers, (A, A), requests=5)
+    assert against.metrics["compared"]["exceeds"] is False
+
+
+def test_grade_fails_a_chosen_token_that_is_not_top() -> None:
+    bad = trace(("Hi", [("Hi", -0.9), ("Hello", -0.6)]))
+    answers = {"first": answer(bad), "stream": answer(bad, True), "again": answer(bad)}
+    assert grade(answers, None, requests=3).code == "logprobs_inconsistent_with_choice"
+
+
+def test_grade_without_logprobs_is_unsupported_not_passed() -> None:
+    plain = ChatResult(
+        stream=False, status=200, choices=[Choice(0, "assistant", "Hi", None, [], "stop", None)]
+    )
+    found = grade({"first": plain, "stream": plain, "again": plain}, None, requests=3)
+    assert (found.status, found.code) == (Status.UNSUPPORTED, "logprobs_unavailable")
+
+
+def test_a_candidate_beyond_the_floor_exceeds_it_and_a_warm_repeat_is_compared_to_it() -> None:
+    shifted = trace(("Hi", [("Hi", -0.3), ("Hello", -1.5)]), ("!", [("!", -0.2), (".", -1.8)]))
+    row = compared((A, A), shifted, A)
+    assert row["exceeds"] is True and row["warm_exceeds"] is True
+    assert compared((A, A), A, A)["exceeds"] is False
+
+
+def record(case: str, exceeds: bool, warm: bool = False) -> CaseRecord:
+    row = compared((A, A), A, A)
+    row = {**row, "exceeds": exceeds, "warm_exceeds": warm}
+    metrics = {"requests": 5, "recording": {"first": A.to_json(), "again": A.to_json()}}
+    return CaseRecord(
+        f"parity/{case}", "parity", Outcome(Status.PASS, metrics={**metrics, "compared": row})
+    )
+
+
+def test_summarize_decides_in_the_order_of_the_prompt_ids() -> None:
+    records = [record(f"p{i:02d}-x", exceeds=True) for i in range(24, 0, -1)]
+    summary = summarize(records, None)
+    distribution, kv = summary["rulings"]
+    assert (distribution["outcome"], distribution["code"], distribution["prompts"]) == (
+        "different",
+        "distribution_shift",
+        12,
+    )
+    assert distribution["requests"] == 60
+    assert (kv["outcome"], kv["verdict"], kv["code"]) == ("same", "pass", None)
+    assert summary["mode"] == "compared"
+    recording = json.loads(recording_bytes(records))["prompts"]
+    assert set(recording) == {f"p{i:02d}-x" for i in range(1, 25)}
+    assert summary["recording"] == {
+        "file": "parity.json",
+        "sha256": hashlib.sha256(recording_bytes(records)).hexdigest(),
+        "prompts": 24,
+    }
+
+
+def test_summarize_without_a_reference_records_and_rules_nothing() -> None:
+    metrics = {"requests": 3, "recording": {"first": A.to_json(), "again": A.to_json()}}
+    only = CaseRecord("parity/p01-x", "parity", Outcome(Status.PASS, metrics=metrics))
+    summary = summarize([only], None)
+    assert (summary["mode"], summary["rulings"]) == ("recorded", [])

@@ -1,0 +1,365 @@
+"""Parity: the endpoint computes the per-token distributions a reference deployment does.
+
+Converted weights (INT4 to NVFP4), speculative decoding, a reused KV cache or another batch
+size can change what a model computes while every format check passes. Each prompt of the
+corpus is answered greedily with ``logprobs`` and the endpoint's ``top_logprobs`` (up to 20),
+and its distributions are compared with the reference's along the shared prefix
+(:mod:`verifier.checks.distributions`).
+
+A run records: each prompt answered twice (``first``, then ``again``, the second with its
+prefix possibly cached) and once streamed; the two non-stream answers go into the scorecard as
+the recording a later run compares with (``--baseline``). With a reference (a recording, or
+``--reference-endpoint`` asked in the same run), each prompt gives two signs:
+
+- **distribution**: the candidate's first answer is farther from the reference's first than the
+  reference's second is (its own noise floor: batching and kernel nondeterminism are real);
+- **kv cache**: the candidate's second answer is farther from its first than the reference's
+  second is from its own first.
+
+Under "same distribution" each sign is at most an even chance (the two draws are
+exchangeable; a deterministic server ties, which does not count), so a sequential sign test
+(:class:`~verifier.stats.SequentialTest`, false-alarm rate 1.05%) over the prompts, in corpus
+order, decides "same", "different" (``distribution_shift``, ``kv_cache_divergence``) or, when
+the corpus ends first, "not enough evidence". Per prompt, a chosen token that is not the most
+likely one listed at temperature 0 is ``logprobs_inconsistent_with_choice``; an endpoint that
+gives no logprobs is ``logprobs_unavailable`` (unsupported, never a pass).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Generator, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConfigError
+from ..outcome import CaseRecord, Finding, Outcome, Status
+from ..protocol.answers import ChatResult
+from ..protocol.requests import Chat, Exchange
+from ..stats import SequentialTest, bootstrap_mean_interval, rate
+from .common import rejected, unreadable_findings, unsupported
+from .distributions import (
+    Trace,
+    compare,
+    divergence,
+    not_top_choice,
+    trace_of,
+    without_alternatives,
+)
+from .registry import ParityContext, family
+
+if TYPE_CHECKING:
+    from ..cases.corpus import Case
+    from .registry import RunContext
+
+MAX_TOKENS = 48
+# The recorded answers, written beside the scorecard, which holds their sha256.
+RECORDING_FILE = "parity.json"
+TEST = SequentialTest()
+# The reference's recording of a prompt: its two non-stream answers, in the compact form.
+Recording = Mapping[str, Any]
+
+
+def _body(case: Case, ctx: RunContext, model: str, top: int) -> dict[str, Any]:
+    data = case.data
+    body = ctx.request(
+        messages=data["messages"],
+        max_tokens=data.get("max_tokens", MAX_TOKENS),
+        logprobs=True,
+        top_logprobs=top,
+    )
+    body["model"] = model
+    if "tools" in data:
+        body["tools"] = data["tools"]
+    return body
+
+
+def _unavailable(message: str, requests: int) -> Outcome:
+    return Outcome(
+        Status.UNSUPPORTED,
+        code="logprobs_unavailable",
+        message=f"unsupported: {message}",
+        metrics={"requests": requests},
+    )
+
+
+def choice_findings(trace: Trace, attempt: str) -> list[Finding]:
+    """Alternatives at every position; the token chosen at temperature 0 the likeliest (pure)."""
+    findings = []
+    bare = without_alternatives(trace)
+    if bare:
+        findings.append(
+            Finding(
+                "logprobs_incomplete",
+                f"{len(bare)} of {len(trace.tokens)} positions list no alternative although "
+                f"top_logprobs was asked for; the first at position {bare[0]}: "
+                f"{trace.tokens[bare[0]]!r} with logprob {trace.chosen[bare[0]]}",
+                f"$.choices[0].logprobs.content[{bare[0]}].top_logprobs",
+                attempt=attempt,
+            )
+        )
+    positions = not_top_choice(trace)
+    if not positions:
+        return findings
+    first = positions[0]
+    return [
+        *findings,
+        Finding(
+            "logprobs_inconsistent_with_choice",
+            f"at temperature 0, {len(positions)} chosen token(s) are less likely than an "
+            f"alternative the answer lists; the first at position {first}: "
+            f"{trace.tokens[first]!r} at {trace.chosen[first]}, "
+            f"listed {list(trace.top[first][:3])}",
+            f"$.choices[0].logprobs.content[{first}]",
+            attempt=attempt,
+        ),
+    ]
+
+
+def compared(reference: tuple[Trace, Trace], first: Trace, again: Trace) -> dict[str, Any]:
+    """What one prompt says of the candidate against the reference (pure).
+
+    Args:
+        reference: the reference's first and second answers.
+        first: the candidate's first answer.
+        again: the candidate's second answer to the same prompt.
+    """
+    ref_first, ref_again = reference
+    floor = divergence(compare(ref_first, ref_again))
+    against = compare(ref_first, first)
+    candidate = divergence(against)
+    warm = divergence(compare(first, again))
+    return {
+        "floor": floor,
+        "divergence": candidate,
+        "exceeds": candidate > floor,
+        "warm_divergence": warm,
+        "warm_exceeds": warm > floor,
+        "comparison": against.to_json(),
+        "continuation_agrees": ref_first.tokens == first.tokens,
+    }
+
+
+def grade(
+    answers: Mapping[str, ChatResult], reference: tuple[Trace, Trace] | None, requests: int
+) -> Outcome:
+    """A prompt's outcome from the endpoint's answers (``first``, ``stream``, ``again``) (pure).
+
+    Args:
+        answers: the endpoint's answers by name.
+        reference: the reference's first and second answers, or None (recording only).
+        requests: the requests the prompt cost, the reference's included.
+    """
+    findings: list[Finding] = []
+    traces: dict[str, Trace] = {}
+    for name, result in answers.items():
+        broken = unreadable_findings(result, name)
+        if broken:
+            findings += broken
+            continue
+        trace = trace_of(result.choice.logprobs if result.choice else None)
+        if trace is None:
+            return _unavailable(f"the {name} answer has no logprobs", requests)
+        traces[name] = trace
+        findings += choice_findings(trace, name)
+    metrics: dict[str, Any] = {"requests": requests}
+    if len(traces) == len(answers):
+        metrics["recording"] = {
+            "first": traces["first"].to_json(),
+            "again": traces["again"].to_json(),
+        }
+        metrics["stream_agrees"] = traces["stream"].tokens == traces["first"].tokens
+        if reference is not None:
+            metrics["compared"] = compared(reference, traces["first"], traces["again"])
+    return Outcome.from_findings(findings, metrics=metrics)
+
+
+def _recorded(recording: Recording) -> tuple[Trace, Trace]:
+    return Trace.from_json(recording["first"]), Trace.from_json(recording["again"])
+
+
+def _live_reference(
+    case: Case, ctx: RunContext, parity: ParityContext
+) -> Generator[Chat, ChatResult, tuple[Trace, Trace] | Outcome]:
+    """The reference endpoint's two answers to the prompt, or the outcome that ends the case."""
+    assert parity.reference_model is not None and parity.top_logprobs is not None
+    body = _body(case, ctx, parity.reference_model, parity.top_logprobs)
+    traces = []
+    for name in ("reference-first", "reference-again"):
+        result = yield Chat(body, name, target="reference", observe=False)
+        if not result.ok:
+            return rejected("the reference's logprobs", result, {"requests": 5})
+        trace = trace_of(result.choice.logprobs if result.choice else None)
+        if trace is None:
+            return _unavailable("the reference's answer has no logprobs", 5)
+        traces.append(trace)
+    return traces[0], traces[1]
+
+
+def recording_bytes(records: Iterable[CaseRecord]) -> bytes:
+    """The recorded answers of the graded prompts, by case id, as canonical JSON (pure).
+
+    Sorted keys, compact: the same records always give the same bytes, so the scorecard's
+    sha256 names exactly the file written beside it.
+    """
+    recording = {
+        r.id: r.outcome.metrics["recording"]
+        for r in records
+        if r.outcome.status is Status.PASS and "recording" in r.outcome.metrics
+    }
+    return json.dumps(
+        {"format": 1, "prompts": recording}, sort_keys=True, separators=(",", ":")
+    ).encode("utf-8")
+
+
+def load_recording(scorecard: Path, entry: Mapping[str, Any]) -> dict[str, Any]:
+    """The recorded answers a --baseline scorecard's parity entry names, checked by sha256.
+
+    Raises:
+        ConfigError: the file is missing, unreadable, or not the one the scorecard digests.
+    """
+    named = (entry.get("metrics") or {}).get("recording") or {}
+    path = scorecard.parent / str(named.get("file", RECORDING_FILE))
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(
+            f"--baseline: the parity recording {str(path)!r} that the scorecard names cannot "
+            f"be read: {exc.strerror or exc}; keep it beside scorecard.json"
+        ) from None
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != named.get("sha256"):
+        raise ConfigError(
+            f"--baseline: {str(path)!r} has sha256 {digest}, not the {named.get('sha256')} the "
+            "scorecard records: it is not the recording of that run"
+        )
+    prompts: dict[str, Any] = json.loads(data)["prompts"]
+    return prompts
+
+
+def _decision(name: str, code: str, exceeded: list[bool], requests: list[int]) -> dict[str, Any]:
+    outcome, used = TEST.decide(exceeded)
+    verdict = {"same": "pass", "different": "fail", "undecided": "inconclusive"}[outcome]
+    low, high = TEST.bounds
+    return {
+        "name": name,
+        "outcome": outcome,
+        "verdict": verdict,
+        "code": code if outcome == "different" else None,
+        "prompts": used,
+        "requests": sum(requests[:used]),
+        "exceeded": rate(sum(exceeded[:used]), used),
+        "test": {
+            "kind": "sequential sign test (Wald SPRT)",
+            "p0": TEST.p0,
+            "p1": TEST.p1,
+            "false_alarm_rate": round(TEST.false_alarm_rate, 4),
+            "minimum_for_same": TEST.minimum,
+            "miss_rate": TEST.beta,
+            "bounds": [round(low, 4), round(high, 4)],
+        },
+    }
+
+
+def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The recording, the comparison's figures and the decisions, prompts in corpus order (pure).
+
+    Corpus order is the order of case ids, which the parity corpus numbers. (The baseline's
+    recording is what the cases compared with; its entry adds nothing here.)
+    """
+    records = list(records)
+    graded = sorted((r for r in records if r.outcome.status is Status.PASS), key=lambda r: r.id)
+    summary: dict[str, Any] = {
+        "recording": {
+            "file": RECORDING_FILE,
+            "sha256": hashlib.sha256(recording_bytes(records)).hexdigest(),
+            "prompts": len(graded),
+        },
+        "prompts": len(graded),
+    }
+    # Every prompt compared shows in the figures; only those whose answers were sound count
+    # in the rulings.
+    rows = [
+        (r, r.outcome.metrics["compared"])
+        for r in sorted(records, key=lambda r: r.id)
+        if "compared" in r.outcome.metrics
+    ]
+    if not rows:
+        summary["mode"] = "recorded"
+        summary["rulings"] = []
+        return summary
+    summary["mode"] = "compared"
+    divergences = [row["divergence"] for _, row in rows]
+    floors = [row["floor"] for _, row in rows]
+    comparisons = [row["comparison"] for _, row in rows]
+    positions = sum(c["positions"] for c in comparisons)
+    interval = bootstrap_mean_interval(divergences)
+    summary.update(
+        {
+            "divergence": {
+                "mean": sum(divergences) / len(rows),
+                "interval": list(interval) if interval else None,
+                "floor_mean": sum(floors) / len(rows),
+                "tv_lower_mean": sum(c["tv_lower"] for c in comparisons) / len(rows),
+                "tv_upper_mean": sum(c["tv_upper"] for c in comparisons) / len(rows),
+                "bound": "TV over each position's top-K lists, bounded below and above "
+                "because the mass outside top-K is unknown",
+            },
+            "top1_agreement": rate(sum(c["top1_agree"] for c in comparisons), positions),
+            "continuation_agreement": rate(
+                sum(row["continuation_agrees"] for _, row in rows), len(rows)
+            ),
+            "first_divergence": [
+                {"case": r.id, "position": c["first_divergence"]}
+                for (r, _), c in zip(rows, comparisons, strict=True)
+                if c["first_divergence"] is not None
+            ][:10],
+        }
+    )
+    sound = [(r, row) for r, row in rows if r.outcome.status is Status.PASS]
+    requests = [int(r.outcome.metrics.get("requests", 0)) for r, _ in sound]
+    summary["rulings"] = [
+        _decision(
+            "distribution", "distribution_shift", [row["exceeds"] for _, row in sound], requests
+        ),
+        _decision(
+            "kv_cache", "kv_cache_divergence", [row["warm_exceeds"] for _, row in sound], requests
+        ),
+    ]
+    return summary
+
+
+def settled(records: Sequence[CaseRecord]) -> str | None:
+    """Why the remaining prompts need not be sent: both rulings are decided (pure)."""
+    rulings = summarize(records, None)["rulings"]
+    if not rulings or any(r["outcome"] == "undecided" for r in rulings):
+        return None
+    said = ", ".join(f"{r['name']} {r['outcome']}" for r in rulings)
+    return f"parity: decided after {max(r['prompts'] for r in rulings)} prompts ({said})"
+
+
+@family("parity", summarize=summarize, cost=lambda case: 3.0, settled=settled)
+def run(case: Case, ctx: RunContext) -> Exchange:
+    """Per-token distributions against a reference deployment's, with a calibrated decision."""
+    parity = ctx.parity
+    if parity.top_logprobs is None:
+        return _unavailable(parity.why_unavailable, 0)
+    reference: tuple[Trace, Trace] | None = None
+    if parity.live:
+        got = yield from _live_reference(case, ctx, parity)
+        if isinstance(got, Outcome):
+            return got
+        reference = got
+    elif parity.recordings is not None:
+        recording = parity.recordings.get(case.id)
+        if recording is None:
+            return unsupported("the reference's recording has no answer to this prompt", {})
+        reference = _recorded(recording)
+    answers: dict[str, ChatResult] = {}
+    body = _body(case, ctx, ctx.model, parity.top_logprobs)
+    for name, stream in (("first", False), ("stream", True), ("again", False)):
+        answers[name] = yield Chat(body, name, stream=stream)
+        if not answers[name].ok:
+            return rejected("logprobs", answers[name], {"requests": len(answers)})
+    return grade(answers, reference, requests=3 + (2 if parity.live else 0))
