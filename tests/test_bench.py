@@ -123,3 +123,13 @@ def test_spend() -> None:
     assert 0 < defective["auto"]["requests"] < defective["full"]["requests"]
     sent, cases = defective["auto_cases_sent"]["structured_output"]
     assert sent < cases
+
+
+def test_parity() -> None:
+    record = bench("parity", "--eps", "0,0.1", "--repetitions", "2")
+    rows = {row["eps"]: row for row in record["rows"]}
+    assert set(rows) == {0.0, 0.1}
+    for row in rows.values():
+        assert row["different"] + row["same"] + row["undecided"] == pytest.approx(1.0)
+        assert 1 <= row["prompts_median"] <= record["prompts"]
+    assert rows[0.1]["divergence_mean"] > rows[0.0]["divergence_mean"]

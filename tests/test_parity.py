@@ -8,10 +8,11 @@ import math
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from verifier.checks.distributions import (
+    END,
     Trace,
     compare,
     divergence,
@@ -19,7 +20,13 @@ from verifier.checks.distributions import (
     trace_of,
     tv_bounds,
 )
-from verifier.checks.parity import compared, grade, recording_bytes, summarize
+from verifier.checks.parity import (
+    choice_findings,
+    compared,
+    grade,
+    recording_bytes,
+    summarize,
+)
 from verifier.outcome import CaseRecord, Outcome, Status
 from verifier.protocol.answers import ChatResult, Choice
 from verifier.stats import SequentialTest
@@ -76,6 +83,7 @@ def probabilities(draw: st.DrawFn) -> list[tuple[str, float]]:
     return [(tokens[i], math.log(w / total)) for i, w in enumerate(weights)]
 
 
+@settings(deadline=None)
 @given(st.data())
 def test_tv_bounds_hold_for_any_completion_of_the_missing_mass(data: st.DataObject) -> None:
     """The true TV of full distributions that agree with the top lists lies within the bounds."""
@@ -111,6 +119,7 @@ def test_the_sequential_sign_test(signs: list[bool], outcome: str, used: int) ->
     assert SequentialTest().decide(signs) == (outcome, used)
 
 
+@settings(deadline=None)
 @given(st.lists(st.booleans(), max_size=40))
 def test_the_sequential_test_stops_at_its_first_crossing(signs: list[bool]) -> None:
     outcome, used = SequentialTest().decide(signs)
@@ -196,3 +205,38 @@ def test_summarize_without_a_reference_records_and_rules_nothing() -> None:
     only = CaseRecord("parity/p01-x", "parity", Outcome(Status.PASS, metrics=metrics))
     summary = summarize([only], None)
     assert (summary["mode"], summary["rulings"]) == ("recorded", [])
+
+
+def test_a_token_without_bytes_or_text_cannot_be_matched() -> None:
+    """vLLM spells partial UTF-8 tokens as "" with no bytes: such alternatives never merge,
+    and a chosen one leaves its position without a distribution."""
+    unnamed = {"token": "", "bytes": [], "logprob": -0.5}
+    top = [unnamed, {"token": "", "bytes": [], "logprob": -1.0}, {"token": "a", "logprob": -2.0}]
+    found = trace_of([{"token": "a", "bytes": [97], "logprob": -2.0, "top_logprobs": top}])
+    assert found is not None
+    assert len(found.top[0]) == 3
+    assert not_top_choice(found) == [0]  # an unnamed alternative is likelier than the choice
+    chosen_unnamed = trace_of([{**unnamed, "top_logprobs": top}])
+    assert chosen_unnamed is not None and chosen_unnamed.top == ((),)
+    assert grade_codes(chosen_unnamed) == ["logprobs_incomplete"]
+
+
+def grade_codes(tr: Trace) -> list[str]:
+    return [f.code for f in choice_findings(tr, "first")]
+
+
+def test_the_token_that_stopped_an_answer_has_one_name_on_every_engine() -> None:
+    """llama.cpp lists the stop token with no text, vLLM as "<|im_end|>": both are END."""
+    end_llama = {"token": "", "bytes": [], "logprob": -0.1}
+    end_vllm = {"token": "<|im_end|>", "bytes": list(b"<|im_end|>"), "logprob": -0.1}
+    for end in (end_llama, end_vllm):
+        dot = {"token": ".", "bytes": [46], "logprob": -0.2, "top_logprobs": []}
+        dot["top_logprobs"] = [dict(dot)]
+        last = {**end, "top_logprobs": [dict(end), {"token": "!", "bytes": [33], "logprob": -3}]}
+        found = trace_of([dot, last], "Hi.", "stop")
+        assert found is not None
+        assert found.tokens == (".", END)
+        assert dict(found.top[1])[END] == -0.1
+    # Without the finish reason nothing is renamed: "" stays a token nobody can name.
+    plain = trace_of([{**end_llama, "top_logprobs": [dict(end_llama)]}])
+    assert plain is not None and plain.top == ((),)

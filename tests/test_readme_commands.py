@@ -105,13 +105,16 @@ def test_the_main_command_grades_every_family_and_passes(tmp_path: Path) -> None
         "reasoning": "unsupported",
     }
     # No case is unsupported for lack of a profile: those left ask for policies Kimi K2
-    # Instruct's contract does not state (it has no partial mode, no documented sampling
-    # limits nor pins, no image size limit; it does not reason, so no reasoning case applies).
+    # Instruct's contract does not state (it has no partial mode, no dynamic tools, no
+    # generation defaults, no documented sampling limits nor pins, no image size limit; it
+    # does not reason, so no reasoning case applies).
     journal = (tmp_path / "verifier-out" / "journal.jsonl").read_text().splitlines()
     outcomes = [json.loads(line)["outcome"] for line in journal if '"outcome"' in line]
     unsupported = [o["message"] for o in outcomes if o["status"] == "unsupported"]
     assert sorted(unsupported) == [
         "unsupported: the model's contract documents no partial mode",
+        *["unsupported: the model's contract documents no tools declared in messages"] * 2,
+        "unsupported: the model's contract states no generation defaults",
         "unsupported: the profile declares no sampling limits",
         *["unsupported: the profile declares no thinking dialect"] * len(REASONING_CASES),
         "unsupported: the profile documents no image size limit",

@@ -32,14 +32,13 @@ def test_clean_vendor_passes_with_full_metrics(simulator: Start, run_verifier: R
     assert run.returncode == 0, run.stdout[-3000:]
     family = run.family("tool_calling")
     assert family["verdict"] == "pass"
-    assert (
-        family["counts"]["fail"]
-        == family["counts"]["error"]
-        == family["counts"]["unsupported"]
-        == 0
-    )
+    assert family["counts"]["fail"] == family["counts"]["error"] == 0
+    # Without a profile, no contract documents tools declared in messages (Kimi K3's).
+    dynamic = [c for c, o in run.outcomes().items() if o["status"] == "unsupported"]
+    assert dynamic and all(c.startswith("tool_calling/dynamic-") for c in dynamic)
+    graded = family["cases"] - len(dynamic)
     metrics = family["metrics"]
-    assert metrics["requests"] == 5 * family["cases"], "--repeats defaults to 5 for tool calling"
+    assert metrics["requests"] == 5 * graded, "--repeats defaults to 5 for tool calling"
     for name in ("request_validity", "pass_k", "identical_calls", "stream_parity"):
         assert metrics[name]["rate"] == 1.0, name
         assert 0.9 < metrics[name]["interval"][0] < 1.0, name
@@ -56,7 +55,7 @@ def test_clean_vendor_passes_with_full_metrics(simulator: Start, run_verifier: R
         assert rate["rate"] == 1.0, name
         assert rate["trials"] >= 20 or name == "tool_choice", name
     assert "key order and whitespace ignored" in metrics["compared"]
-    assert len(metrics["decisions"]) == family["cases"]
+    assert len(metrics["decisions"]) == graded
 
 
 def test_baseline_agreement(simulator: Start, run_verifier: Run, tmp_path: Path) -> None:

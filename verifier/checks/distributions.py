@@ -30,6 +30,10 @@ DECIMALS = 6
 CHOICE_TOLERANCE = 1e-4
 
 Top = tuple[tuple[str, float], ...]
+# The name of an alternative that has neither bytes nor text, followed by its index.
+UNNAMED = "\x00unnamed-"
+# The name of the token that stopped an answer, whatever the engine calls it.
+END = "\x00end"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -84,36 +88,72 @@ def token_key(entry: Mapping[str, Any]) -> str | None:
 
 
 def _merged(alternatives: Sequence[Any]) -> Top:
-    """The listed alternatives by token, most likely first; one text listed twice sums."""
+    """The listed alternatives by token, most likely first; one text listed twice sums.
+
+    Every token has at least one byte: an alternative with neither bytes nor text (vLLM
+    spells a partial UTF-8 token so) cannot be matched, and stays apart under a name no
+    other token has, so that the bounds hold.
+    """
     mass: dict[str, float] = {}
-    for alt in alternatives:
+    for index, alt in enumerate(alternatives):
         key = token_key(alt) if isinstance(alt, Mapping) else None
         logprob = alt.get("logprob") if isinstance(alt, Mapping) else None
         if key is None or not isinstance(logprob, int | float) or isinstance(logprob, bool):
             continue
+        key = key or f"{UNNAMED}{index}"
         mass[key] = mass.get(key, 0.0) + math.exp(logprob)
     listed = [(key, _rounded(math.log(p))) for key, p in mass.items() if p > 0]
     return tuple(sorted(listed, key=lambda item: -item[1]))
 
 
-def trace_of(entries: Sequence[Any] | None) -> Trace | None:
-    """The trace of a choice's ``logprobs.content`` entries; None when there are none usable."""
+def _stop_token(entry: Mapping[str, Any], content: str | None) -> bool:
+    """The last entry of an answer that stopped names the token that ended it.
+
+    Engines list it differently (llama.cpp with no text and no bytes, vLLM as its text,
+    ``<|im_end|>``, which the content does not end with); both mean "stop here".
+    """
+    text = entry.get("token")
+    return token_key(entry) == "" or (
+        content is not None and isinstance(text, str) and bool(text) and not content.endswith(text)
+    )
+
+
+def trace_of(
+    entries: Sequence[Any] | None, content: str | None = None, finish_reason: str | None = None
+) -> Trace | None:
+    """The trace of a choice's ``logprobs.content`` entries; None when there are none usable.
+
+    With the choice's `content` and `finish_reason`, the token that stopped the answer is
+    named :data:`END` on every engine, where it is the chosen token and where an alternative.
+    """
     if not entries:
         return None
     tokens, chosen, tops = [], [], []
-    for entry in entries:
+    for position, entry in enumerate(entries):
         key = token_key(entry) if isinstance(entry, Mapping) else None
         logprob = entry.get("logprob") if isinstance(entry, Mapping) else None
         if key is None or not isinstance(logprob, int | float) or isinstance(logprob, bool):
             return None
+        alternatives = list(entry.get("top_logprobs") or [])
+        last = position == len(entries) - 1
+        if last and finish_reason == "stop" and _stop_token(entry, content):
+            same = [(alt.get("token"), alt.get("bytes")) for alt in alternatives]
+            named = (entry.get("token"), entry.get("bytes"))
+            alternatives = [
+                {**alt, "token": END, "bytes": None} if pair == named else alt
+                for alt, pair in zip(alternatives, same, strict=True)
+            ]
+            key = END
         tokens.append(key)
         chosen.append(_rounded(logprob))
-        tops.append(_merged(entry.get("top_logprobs") or []))
+        # A chosen token without bytes or text cannot be matched: its position has no
+        # distribution to compare.
+        tops.append(_merged(alternatives) if key else ())
     return Trace(tuple(tokens), tuple(chosen), tuple(tops))
 
 
 def without_alternatives(trace: Trace) -> list[int]:
-    """Positions that list no alternative at all (their distribution is unknown)."""
+    """Positions whose distribution is unknown: no alternative listed, or no token named."""
     return [position for position, top in enumerate(trace.top) if not top]
 
 

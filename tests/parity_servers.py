@@ -1,0 +1,65 @@
+"""The parity family on real servers: the trimmed prompts, the reference's recording, rulings.
+
+llama-server serving the SmolLM2 GGUF with prompt caching off is the reference: one request at
+a time, it gives the same logprobs bit for bit on every request and in a second process (seen),
+so its noise floor is 0 and every difference a candidate shows is the candidate's.
+
+The real runs take the first sixteen prompts that are not long passages (chats, code, four
+languages, tool-call turns: about 80 to 250 prompt tokens each). A ruling needs eight prompts
+to say "same" and twelve when every prompt says "different" (four more leave room for a prompt
+that ties), the family stops sending once both rulings are made, and the passages of several
+hundred tokens cost seconds of prompt processing each on one thread while proving nothing more
+about a serving stack than the shorter prompts do.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import VerifierRun, verify
+from verifier.cases.corpus import load_corpus
+
+KEPT = [c.id for c in load_corpus(["parity"]).cases if c.data["kind"] != "long"][:16]
+# A -k expression of the kept prompts (no id is inside another).
+SELECTION = " or ".join(KEPT)
+# Every request's answer is 32 tokens at most; a loaded machine still answers in seconds.
+TIMEOUT = 1800
+# llama-server's prompt cache off: the next request recomputes its whole prompt.
+NO_CACHE = ["--no-cache-prompt"]
+
+
+def record(url: str, out: Path) -> VerifierRun:
+    """The reference's run: the kept prompts answered and recorded (parity.json)."""
+    return verify(url, out, "--families", "parity", "-k", SELECTION, timeout=TIMEOUT)
+
+
+def compare_with(url: str, reference: VerifierRun, out: Path, *args: str) -> VerifierRun:
+    """A candidate's run against the reference's recording (--baseline)."""
+    baseline = str(reference.out / "scorecard.json")
+    return verify(
+        url,
+        out,
+        *("--families", "parity", "--baseline", baseline, "-k", SELECTION, *args),
+        timeout=TIMEOUT,
+    )
+
+
+def rulings(run: VerifierRun) -> dict[str, str]:
+    """Each ruling's outcome: ``{"distribution": "same", "kv_cache": "different"}``."""
+    family = run.family("parity")
+    return {r["name"]: r["outcome"] for r in family.get("rulings", [])}
+
+
+def ruling(run: VerifierRun, name: str) -> dict[str, Any]:
+    """The ruling `name` with its prompts and requests."""
+    return next(r for r in run.family("parity")["rulings"] if r["name"] == name)
+
+
+def recorded_tokens(run: VerifierRun) -> dict[str, list[str]]:
+    """Each prompt's first answer's tokens, from the journal (failed prompts' included)."""
+    return {
+        key.split("/", 1)[1]: outcome["metrics"]["recording"]["first"]["t"]
+        for key, outcome in run.outcomes().items()
+        if "recording" in outcome.get("metrics", {})
+    }
