@@ -177,6 +177,19 @@ def test_incomparable_corpus_marks_only_the_families_whose_cases_differ() -> Non
     assert view(comparison, "wire").comparable
 
 
+def test_another_reference_makes_only_parity_incomparable() -> None:
+    families = {"wire": family(), "parity": family()}
+    a = scorecard(families=families)
+    b = scorecard("http://vendor-b.test/v1", families=families)
+    a["settings"]["reference"] = {"endpoint": "http://lab.test/v1", "model": "m"}
+    b["settings"]["reference"] = {"endpoint": "http://other-lab.test/v1", "model": "m"}
+    comparison = compare(a, b)
+    [difference] = comparison.differences
+    assert (difference.aspect, difference.families) == ("settings: reference", ("parity",))
+    assert not view(comparison, "parity").comparable
+    assert view(comparison, "wire").comparable
+
+
 def test_incomparable_version_settings_and_families() -> None:
     a = scorecard(families={"wire": family(), "vision": family()})
     b = scorecard(
@@ -414,3 +427,35 @@ def test_settings_read_as_typed() -> None:
         "settings: repeats",
         ("tool_calling=3", "default"),
     )
+
+
+def test_parity_shows_its_rulings_and_ranks_divergence() -> None:
+    def parity(outcome: str, exceeded: int, mean: float) -> dict[str, Any]:
+        entry = family(
+            12,
+            metrics={
+                "divergence": {"mean": mean, "interval": [mean / 2, mean * 2], "floor_mean": 0.0}
+            },
+        )
+        entry["rulings"] = [
+            {
+                "name": name,
+                "outcome": o,
+                "verdict": "pass" if o == "same" else "fail",
+                "code": None,
+                "prompts": 12,
+                "requests": 36,
+                "exceeded": {"rate": e / 12, "interval": [0.0, 1.0], "successes": e, "trials": 12},
+            }
+            for name, o, e in (("distribution", outcome, exceeded), ("kv_cache", "same", 0))
+        ]
+        return entry
+
+    a = scorecard(families={"parity": parity("same", 0, 0.0)})
+    b = scorecard("http://vendor-b.test/v1", families={"parity": parity("different", 12, 0.4)})
+    rows = {row.label: row for row in view(compare(a, b), "parity").key_metrics}
+    assert rows["same distribution"].cells[1].text == "different after 12 prompts (36 requests)"
+    # Intervals that do not overlap: clearly worse.
+    divergence = rows["divergence (mean TV lower bound + chosen-token |Δ logprob|)"]
+    assert divergence.cells[1].standing is Standing.CLEARLY_WORSE
+    assert rows["KV cache"].cells[0].text == "same after 12 prompts (36 requests)"

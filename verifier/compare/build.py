@@ -98,6 +98,9 @@ def differences(cards: Sequence[Mapping[str, Any]], families: Sequence[str]) -> 
             differ("families run", [", ".join(r) or "none" for r in ran], affected)
         elif key == "generated":
             differ("generated cases", [setting_text(v) for v in values], ["structured_output"])
+        elif key == "reference":
+            # Only parity asks the reference; the others never see it.
+            differ("settings: reference", [setting_text(v) for v in values], ["parity"])
         else:
             differ(f"settings: {key}", [setting_text(v) for v in values], everything)
     differ(
