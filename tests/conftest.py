@@ -300,6 +300,19 @@ def llama_server(
 
 
 @pytest.fixture(scope="session")
+def smollm2_model() -> Path:
+    """The SmolLM2 GGUF file, or a skip saying how to install it (a failure in CI)."""
+    from tests.llama.files import MissingModel, smollm2
+
+    try:
+        return smollm2()
+    except MissingModel as exc:
+        if os.environ.get("VERIFIER_REQUIRE_REALSERVER"):
+            pytest.fail(str(exc))
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="session")
 def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
     """vLLM (CPU build) serving SmolLM2-135M-Instruct with tool calling, once per session.
 

@@ -26,7 +26,6 @@ Measured accuracy (tool calling):
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import VerifierRun, compare, family_cells, verify
-from tests.llama.files import SMOLLM2_ARGS, MissingModel, smollm2
+from tests.llama.files import SMOLLM2_ARGS
 from tests.llama.server import LlamaServer
 from tests.parity_servers import NO_CACHE, compare_with, record
 from tests.server_behaviour import WIRE_DEFECTS, spells_a_special_token
@@ -61,14 +60,9 @@ VLLM_TIMEOUT = 300
 
 
 @pytest.fixture(scope="module")
-def model() -> Path:
-    """The SmolLM2 file, or a skip saying how to install it (a failure in CI)."""
-    try:
-        return smollm2()
-    except MissingModel as exc:
-        if os.environ.get("VERIFIER_REQUIRE_REALSERVER"):
-            pytest.fail(str(exc))
-        pytest.skip(str(exc))
+def model(smollm2_model: Path) -> Path:
+    """The SmolLM2 file (tests/conftest.py: a skip without it, a failure in CI)."""
+    return smollm2_model
 
 
 @pytest.fixture(scope="module")
