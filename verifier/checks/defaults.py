@@ -16,7 +16,7 @@ from typing import Any
 
 from ..outcome import Finding
 from ..protocol.answers import ChatResult
-from .tool_matching import Call, parse_arguments, signature
+from .tool_matching import calls_of, signature
 
 
 def sample_of(result: ChatResult) -> tuple[Any, ...]:
@@ -24,8 +24,7 @@ def sample_of(result: ChatResult) -> tuple[Any, ...]:
     choice = result.choice
     if choice is None:
         return (None, None, None)
-    calls = [Call(c.name, parse_arguments(c.arguments), c.arguments) for c in choice.tool_calls]
-    return (choice.content, choice.reasoning, signature(calls))
+    return (choice.content, choice.reasoning, signature(calls_of(choice)))
 
 
 def defaults_findings(

@@ -42,7 +42,7 @@ from ..protocol.requests import Chat, Exchange
 from ..stats import rate
 from .common import excerpt, rejected, schema_findings, unreadable_findings, unsupported
 from .registry import family
-from .tool_matching import Call, compare_calls, parse_arguments, signature
+from .tool_matching import calls_of, compare_calls, parse_arguments, signature
 
 if TYPE_CHECKING:
     from ..cases.corpus import Case
@@ -87,13 +87,6 @@ def parameters_of(case: Case, name: str) -> Any:
         if tool["function"]["name"] == name:
             return tool["function"]["parameters"]
     raise KeyError(name)
-
-
-def calls_of(choice: Choice | None) -> list[Call]:
-    """The calls of a choice with their arguments parsed."""
-    if choice is None:
-        return []
-    return [Call(c.name, parse_arguments(c.arguments), c.arguments) for c in choice.tool_calls]
 
 
 def named_choice(case: Case) -> str | None:

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..outcome import Finding
+from ..protocol.answers import Choice
 
 _IGNORED_IN_STRINGS = re.compile(r"[\s,./\-_*^'\"]+")
 
@@ -41,6 +42,13 @@ def parse_arguments(raw: str | None) -> Any:
         return json.loads(raw)
     except json.JSONDecodeError:
         return None
+
+
+def calls_of(choice: Choice | None) -> list[Call]:
+    """The calls of a choice with their arguments parsed."""
+    if choice is None:
+        return []
+    return [Call(c.name, parse_arguments(c.arguments), c.arguments) for c in choice.tool_calls]
 
 
 def signature(calls: Sequence[Call]) -> tuple[tuple[str, str], ...]:
