@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 import pytest
 
 from verifier import Case, ChatResult, Outcome, RunContext, Status
+from verifier.cases.corpus import load_corpus
 from verifier.checks import FAMILIES
 from verifier.errors import EndpointTimeout, EndpointUnreachable
 from verifier.protocol.answers import parse_completion
@@ -70,7 +72,9 @@ def called(arguments: str) -> ChatResult:
     return parse_completion(200, json.dumps(body).encode(), {})
 
 
-def replay(case: Case, answer: Callable[[Request], ChatResult]) -> tuple[Outcome, list[Request]]:
+def replay(
+    case: Case, answer: Callable[[Request], ChatResult], ctx: RunContext = CONTEXT
+) -> tuple[Outcome, list[Request]]:
     """Drive the case's family with recorded answers; the outcome and what it asked for."""
     asked: list[Request] = []
 
@@ -78,7 +82,7 @@ def replay(case: Case, answer: Callable[[Request], ChatResult]) -> tuple[Outcome
         asked.append(request)
         return answer(request)
 
-    return drive(FAMILIES[case.family].run(case, CONTEXT), send), asked
+    return drive(FAMILIES[case.family].run(case, ctx), send), asked
 
 
 def test_a_family_is_graded_from_recorded_answers() -> None:
@@ -132,3 +136,93 @@ def test_drive_returns_what_the_exchange_returns() -> None:
         return first.status + second.status
 
     assert drive(exchange(), lambda request: ChatResult(stream=False, status=200)) == 400
+
+
+def said(text: str) -> ChatResult:
+    """A recorded non-stream answer saying `text`."""
+    body = {
+        "id": "chatcmpl-2",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+        ],
+        "usage": {"prompt_tokens": 9, "completion_tokens": 2, "total_tokens": 11},
+    }
+    return parse_completion(200, json.dumps(body).encode(), {})
+
+
+REFUSED = parse_completion(400, b'{"error": {"message": "no", "type": "invalid_request"}}', {})
+
+
+def corpus_case(family: str, case_id: str) -> Case:
+    return next(c for c in load_corpus([family]).cases if c.id == case_id)
+
+
+def test_generation_defaults_left_out_name_the_value_that_is_not_applied(
+    small_profile: Any,
+) -> None:
+    """The small profile's defaults: temperature 0.6, top_p 0.95, top_k 20. A refused request
+    names nothing (temperature here); top_k left out alone changes the sample."""
+    samples = {"stated-1": "Otter.", "stated-2": "Otter.", "omitted": "Lynx."}
+    samples |= {"without-top_k": "Lynx.", "without-top_p": "Otter."}
+    outcome, asked = replay(
+        corpus_case("wire", "generation-defaults"),
+        lambda r: said(samples[r.name]) if r.name in samples else REFUSED,
+        RunContext(model="m", seed=7, profile=small_profile),
+    )
+    assert [f.code for f in outcome.findings] == ["defaults_not_applied"]
+    assert "leaving out top_k alone changes it too: top_k=20 is not applied" in outcome.message
+    assert outcome.metrics["requests"] == 6
+    bodies = {r.name: r.body for r in asked if isinstance(r, Chat)}
+    assert {k: bodies["stated-1"][k] for k in ("temperature", "top_p", "top_k", "seed")} == {
+        "temperature": 0.6,
+        "top_p": 0.95,
+        "top_k": 20,
+        "seed": 7,
+    }
+    assert not {"temperature", "top_p", "top_k"} & set(bodies["omitted"])
+
+
+def test_generation_defaults_need_a_seed_that_reproduces_a_sample(small_profile: Any) -> None:
+    samples = iter(["Otter.", "Lynx.", "Otter."])
+    outcome, asked = replay(
+        corpus_case("wire", "generation-defaults"),
+        lambda _: said(next(samples)),
+        RunContext(model="m", seed=7, profile=small_profile),
+    )
+    assert outcome.status is Status.UNSUPPORTED
+    assert "cannot show which values the server applied" in outcome.message
+    assert len(asked) == 3
+
+
+@pytest.mark.parametrize(
+    ("more", "codes"),
+    [
+        (11, set()),  # one more tool, more prompt tokens
+        (5, {"dynamic_tools_ignored"}),
+        (None, {"dynamic_tools_rejected"}),  # refused
+    ],
+)
+def test_dynamic_tools_must_be_accepted_and_reach_the_prompt(
+    small_profile: Any, more: int | None, codes: set[str]
+) -> None:
+    def answer(request: Request) -> ChatResult:
+        assert isinstance(request, Chat) and "tools" not in request.body
+        assert request.body["messages"][0]["role"] == "system"
+        if request.name != "one-more-tool":
+            return called('{"city": "Lisbon"}')
+        if more is None:
+            return REFUSED
+        return dataclasses.replace(
+            called('{"city": "Lisbon"}'), usage={"prompt_tokens": more, "total_tokens": more}
+        )
+
+    outcome, asked = replay(
+        corpus_case("tool_calling", "dynamic-weather-lisbon"),
+        answer,
+        RunContext(model="m", seed=7, profile=small_profile),
+    )
+    assert {f.code for f in outcome.findings} == codes
+    assert [r.name for r in asked] == ["non-stream-1", "stream-2", "one-more-tool"]

@@ -622,9 +622,13 @@ def _run_dynamic(case: Case, ctx: RunContext) -> Exchange:
         return unsupported("the model's contract documents no tools declared in messages", metrics)
     id_format = ctx.profile.policies.tool_call_id
     found = _Repeats()
-    for number, stream in enumerate((False, True), start=1):
-        name = f"{'stream' if stream else 'non-stream'}-{number}"
-        result = yield Chat(dynamic_request(case, ctx), name, stream=stream)
+    asked = (
+        ("non-stream-1", False, ()),
+        ("stream-2", True, ()),
+        ("one-more-tool", False, (EXTRA_TOOL,)),
+    )
+    for number, (name, stream, extra) in enumerate(asked, start=1):
+        result = yield Chat(dynamic_request(case, ctx, *extra), name, stream=stream)
         if not result.ok:
             return Outcome.from_findings(
                 [
@@ -638,10 +642,10 @@ def _run_dynamic(case: Case, ctx: RunContext) -> Exchange:
                 ],
                 metrics={**metrics, "requests": number},
             )
-        found.add(case, result, name, stream, id_format)
-    more = yield Chat(dynamic_request(case, ctx, EXTRA_TOOL), "one-more-tool")
-    if more.ok:
-        found.defects.extend(dynamic_findings(found.first or more, more))
+        if extra:
+            found.defects.extend(dynamic_findings(found.first or result, result))
+        else:
+            found.add(case, result, name, stream, id_format)
     return verdict(found, {**found.metrics(case, 2, ctx.sampled), "requests": 3})
 
 

@@ -624,26 +624,31 @@ def _run_generation_defaults(case: Case, ctx: RunContext) -> Graded:
         raise _Unsupported("the profile says the server documents no seed support")
     omitted = {k: v for k, v in _request(case, ctx).items() if k not in {*defaults, "temperature"}}
     stated = {**omitted, **defaults}
-    first = yield Chat(stated, "stated-1")
-    second = yield Chat(stated, "stated-2")
-    left_out = yield Chat(omitted, "omitted")
-    for result in (first, second, left_out):
-        if not result.ok:
-            raise _Rejected(result)
-    broken = [f for r in (first, second, left_out) for f in unreadable_findings(r, r.label)]
+    answers = {}
+    for name, request in (("stated-1", stated), ("stated-2", stated), ("omitted", omitted)):
+        answers[name] = yield Chat(request, name)
+        if not answers[name].ok:
+            raise _Rejected(answers[name])
+    broken = [f for name, r in answers.items() for f in unreadable_findings(r, name)]
     if broken:
         return broken, {"requests": 3}
+    first, second, left_out = answers.values()
     if sample_of(first) != sample_of(second):
         raise _Unsupported(
             "the same seed and sampling values gave two different samples, so a sample "
             "cannot show which values the server applied"
         )
     without: dict[str, ChatResult] = {}
+    asked = 3
     if sample_of(left_out) != sample_of(first):
         for name in sorted(defaults):
             request = {k: v for k, v in stated.items() if k != name}
-            without[name] = yield Chat(request, f"without-{name}")
-    return defaults_findings(defaults, first, left_out, without), {"requests": 3 + len(without)}
+            result = yield Chat(request, f"without-{name}")
+            asked += 1
+            # A refused or unreadable answer says nothing of which value is not applied.
+            if result.ok and not unreadable_findings(result, f"without-{name}"):
+                without[name] = result
+    return defaults_findings(defaults, first, left_out, without), {"requests": asked}
 
 
 # The checks that are not "send the request, grade the answer" (see _run_answered).
