@@ -62,6 +62,17 @@ def test_each_threshold_can_be_missed() -> None:
     assert missed(entry(), min_pass_k=0.9) == ["min_pass_k"]
 
 
+def test_a_failed_ruling_is_missed_and_a_required_family_must_have_compared() -> None:
+    ruled = entry()
+    ruled["rulings"] = [{"name": "distribution", "outcome": "different", "verdict": "fail"}]
+    assert missed(ruled, **DEFAULTS) == ["ruling distribution"]
+    ruled["rulings"] = [{"name": "distribution", "outcome": "same", "verdict": "pass"}]
+    assert missed(ruled, require=True) == []
+    recorded = {**entry(), "rulings": []}
+    assert missed(recorded, **DEFAULTS) == []
+    assert missed(recorded, require=True) == ["require"]
+
+
 def test_inconclusive_never_passes() -> None:
     flaky = entry(10, errors=10, verdict="inconclusive")
     assert "conclusive" in missed(flaky, min_score=0.0, max_error_rate=1.0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -25,6 +26,8 @@ from verifier.checks.parity import (
     compared,
     grade,
     recording_bytes,
+    rulings,
+    settled,
     summarize,
 )
 from verifier.outcome import CaseRecord, Outcome, Status
@@ -240,3 +243,23 @@ def test_the_token_that_stopped_an_answer_has_one_name_on_every_engine() -> None
     # Without the finish reason nothing is renamed: "" stays a token nobody can name.
     plain = trace_of([{**end_llama, "top_logprobs": [dict(end_llama)]}])
     assert plain is not None and plain.top == ((),)
+
+
+def failed(case: str) -> CaseRecord:
+    """A prompt compared whose answers were not sound (no alternatives listed)."""
+    good = record(case, exceeds=False)
+    return CaseRecord(good.case, "parity", dataclasses.replace(good.outcome, status=Status.FAIL))
+
+
+def test_the_family_stops_once_both_rulings_are_made_or_eight_prompts_failed() -> None:
+    same = [record(f"p{i:02d}-x", exceeds=False) for i in range(1, 8)]
+    assert settled(same) is None  # "same" needs eight prompts
+    assert settled([*same, record("p08-x", exceeds=False)]) == (
+        "parity: decided after 8 prompts (distribution same, kv_cache same)"
+    )
+    broken = [failed(f"p{i:02d}-x") for i in range(1, 9)]
+    assert settled(broken[:7]) is None
+    assert settled(broken) is not None and settled(broken).startswith("parity: 8 prompts failed")
+    # Compared but never sound: undecided rulings over no prompt, not "nothing compared".
+    assert [(r["outcome"], r["prompts"]) for r in rulings(broken)] == [("undecided", 0)] * 2
+    assert rulings([]) == []

@@ -9,7 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.conftest import with_userinfo
-from verifier.scorecard.build import TranscriptSummary, build_scorecard, verdict
+from verifier.outcome import CaseRecord
+from verifier.scorecard.build import TranscriptSummary, build_scorecard, summarize_family, verdict
 from verifier.scorecard.validate import scorecard_json
 from verifier.stats import wilson_interval
 
@@ -104,6 +105,33 @@ def test_built_scorecard_validates_and_counts() -> None:
     assert family["metrics"]["requests"] == 8
     data = json.loads(scorecard_json(card))
     assert data == card
+
+
+@pytest.mark.parametrize(
+    ("ruled", "verdict_", "codes"),
+    [
+        ("pass", "pass", {}),
+        ("inconclusive", "inconclusive", {}),
+        ("fail", "fail", {"distribution_shift": 1}),
+    ],
+)
+def test_a_ruling_over_all_cases_can_only_make_the_verdict_worse(
+    ruled: str, verdict_: str, codes: dict[str, int]
+) -> None:
+    ruling = {"name": "distribution", "outcome": "x", "verdict": ruled}
+    ruling["code"] = "distribution_shift" if ruled == "fail" else None
+    entry = summarize_family(
+        [CaseRecord.from_dict(record("s/a", "pass"))],
+        None,
+        lambda records, _: {"rulings": [ruling]},
+    )
+    assert (entry["verdict"], entry["codes"], entry["rulings"]) == (verdict_, codes, [ruling])
+    assert "rulings" not in entry["metrics"]
+    # A family none of whose cases ran stays unsupported whatever a ruling says.
+    none = [CaseRecord.from_dict(record("s/a", "unsupported", "rejected"))]
+    assert summarize_family(none, None, lambda records, _: {"rulings": [ruling]})["verdict"] == (
+        "unsupported"
+    )
 
 
 def test_a_scorecard_off_its_schema_is_refused() -> None:

@@ -7,8 +7,9 @@ and its distributions are compared with the reference's along the shared prefix
 (:mod:`verifier.checks.distributions`).
 
 A run records: each prompt answered twice (``first``, then ``again``, the second with its
-prefix possibly cached) and once streamed; the two non-stream answers go into the scorecard as
-the recording a later run compares with (``--baseline``). With a reference (a recording, or
+prefix possibly cached) and once streamed; the two non-stream answers are the recording a later
+run compares with (``--baseline``), written beside the scorecard as ``parity.json``, whose
+sha256 the scorecard holds. With a reference (a recording, or
 ``--reference-endpoint`` asked in the same run), each prompt gives two signs:
 
 - **distribution**: the candidate's first answer is farther from the reference's first than the
@@ -196,13 +197,13 @@ def _live_reference(
     assert parity.reference_model is not None and parity.top_logprobs is not None
     body = _body(case, ctx, parity.reference_model, parity.top_logprobs)
     traces = []
-    for name in ("reference-first", "reference-again"):
+    for asked, name in enumerate(("reference-first", "reference-again"), start=1):
         result = yield Chat(body, name, target="reference", observe=False)
         if not result.ok:
-            return rejected("the reference's logprobs", result, {"requests": 5})
+            return rejected("the reference's logprobs", result, {"requests": asked})
         trace = _trace(result)
         if trace is None:
-            return _unavailable("the reference's answer has no logprobs", 5)
+            return _unavailable("the reference's answer has no logprobs", asked)
         traces.append(trace)
     return traces[0], traces[1]
 
@@ -327,17 +328,31 @@ def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None)
             ][:10],
         }
     )
-    sound = [(r, row) for r, row in rows if r.outcome.status is Status.PASS]
-    requests = [int(r.outcome.metrics.get("requests", 0)) for r, _ in sound]
-    summary["rulings"] = [
+    summary["rulings"] = rulings(records)
+    return summary
+
+
+def rulings(records: Iterable[CaseRecord]) -> list[dict[str, Any]]:
+    """The distribution and KV-cache rulings over the prompts compared, in id order (pure).
+
+    Only prompts whose answers were sound count; with none compared (a recording run), there
+    is no ruling.
+    """
+    seen = [r for r in sorted(records, key=lambda r: r.id) if "compared" in r.outcome.metrics]
+    if not seen:
+        return []
+    sound = [
+        (r.outcome.metrics["compared"], int(r.outcome.metrics.get("requests", 0)))
+        for r in seen
+        if r.outcome.status is Status.PASS
+    ]
+    requests = [n for _, n in sound]
+    return [
+        _decision("distribution", "distribution_shift", [r["exceeds"] for r, _ in sound], requests),
         _decision(
-            "distribution", "distribution_shift", [row["exceeds"] for _, row in sound], requests
-        ),
-        _decision(
-            "kv_cache", "kv_cache_divergence", [row["warm_exceeds"] for _, row in sound], requests
+            "kv_cache", "kv_cache_divergence", [r["warm_exceeds"] for r, _ in sound], requests
         ),
     ]
-    return summary
 
 
 def settled(records: Sequence[CaseRecord]) -> str | None:
@@ -350,11 +365,11 @@ def settled(records: Sequence[CaseRecord]) -> str | None:
     if len(failed) >= TEST.minimum:
         codes = sorted({f.code for r in failed for f in r.outcome.findings})
         return f"parity: {len(failed)} prompts failed ({', '.join(codes)})"
-    rulings = summarize(records, None)["rulings"]
-    if not rulings or any(r["outcome"] == "undecided" for r in rulings):
+    made = rulings(records)
+    if not made or any(r["outcome"] == "undecided" for r in made):
         return None
-    said = ", ".join(f"{r['name']} {r['outcome']}" for r in rulings)
-    return f"parity: decided after {max(r['prompts'] for r in rulings)} prompts ({said})"
+    said = ", ".join(f"{r['name']} {r['outcome']}" for r in made)
+    return f"parity: decided after {max(r['prompts'] for r in made)} prompts ({said})"
 
 
 @family("parity", summarize=summarize, cost=lambda case: 3.0, settled=settled)
