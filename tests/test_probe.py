@@ -81,3 +81,20 @@ def test_a_failing_chat_probe_stops_the_probe(
     client = EndpointClient(server.base_url, api_key=None, max_retries=0)
     with pytest.raises(EndpointError, match="answered HTTP 500 to all 1 attempts"):
         probe(client, None, vision=True, tokenizer=True)
+
+
+def test_the_logprobs_probe_steps_down_until_a_value_is_taken(
+    local_simulator: Callable[..., SimulatorServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The simulated vendor lists at most 20 alternatives, as OpenAI's API does: 21 is
+    refused with a 400 and the next value is tried; a vendor that ignores logprobs has none."""
+    from verifier.endpoint import probe as probing
+
+    monkeypatch.setattr(probing, "TOP_LOGPROBS", (21, 5))
+    client = EndpointClient(local_simulator().base_url, api_key=None)
+    assert probing.probe_logprobs(client, MODEL_ID) == {"top": 5}
+    deaf = EndpointClient(local_simulator("logprobs-unavailable").base_url, api_key=None)
+    assert probing.probe_logprobs(deaf, MODEL_ID) == {
+        "top": None,
+        "why": "the answer to logprobs: true has no logprobs",
+    }
