@@ -29,18 +29,31 @@ TIMEOUT = 1800
 NO_CACHE = ["--no-cache-prompt"]
 
 
-def record(url: str, out: Path) -> VerifierRun:
-    """The reference's run: the kept prompts answered and recorded (parity.json)."""
-    return verify(url, out, "--families", "parity", "-k", SELECTION, timeout=TIMEOUT)
+# With logprobs only: a recording run also samples each prompt's first token 20 times (for
+# candidates without logprobs), 320 more requests whose prompts are computed cold here.
+BY_LOGPROBS = ("--parity-method", "logprobs")
+# The sampling fallback on every prompt: samples of one prompt share it, so that with the
+# prompt cache on each costs one token (and the long passages their length once).
+BY_SAMPLING = ("--parity-method", "sampling")
+
+
+def record(url: str, out: Path, *args: str) -> VerifierRun:
+    """The reference's run: the kept prompts answered with logprobs and recorded (parity.json);
+    or every prompt sampled, with `args` BY_SAMPLING."""
+    selection = ("-k", SELECTION) if BY_SAMPLING != args else ()
+    options = args or BY_LOGPROBS
+    return verify(url, out, "--families", "parity", *options, *selection, timeout=TIMEOUT)
 
 
 def compare_with(url: str, reference: VerifierRun, out: Path, *args: str) -> VerifierRun:
-    """A candidate's run against the reference's recording (--baseline)."""
+    """A candidate's run against the reference's recording (--baseline), on the prompts the
+    recording answered."""
     baseline = str(reference.out / "scorecard.json")
+    selection = ("-k", SELECTION) if BY_SAMPLING != args else ()
     return verify(
         url,
         out,
-        *("--families", "parity", "--baseline", baseline, "-k", SELECTION, *args),
+        *("--families", "parity", "--baseline", baseline, *selection, *args),
         timeout=TIMEOUT,
     )
 

@@ -133,3 +133,13 @@ def test_parity() -> None:
         assert row["different"] + row["same"] + row["undecided"] == pytest.approx(1.0)
         assert 1 <= row["prompts_median"] <= record["prompts"]
     assert rows[0.1]["divergence_mean"] > rows[0.0]["divergence_mean"]
+
+
+def test_parity_sampling() -> None:
+    record = bench("parity_sampling", "--eps", "0,2", "--repetitions", "1")
+    rows = {row["eps"]: row for row in record["rows"]}
+    assert set(rows) == {0.0, 2.0}
+    assert rows[0.0]["true_tv_mean"] == 0 < rows[2.0]["true_tv_mean"]
+    for row in rows.values():
+        assert row["different"] + row["same"] + row["undecided"] == pytest.approx(1.0)
+        assert row["requests"] == record["prompts"] * 40

@@ -6,6 +6,7 @@ import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -91,13 +92,15 @@ def test_without_a_reference_parity_runs_only_when_named(
 def test_an_endpoint_without_logprobs_is_unsupported_and_fails_a_gate_that_requires_parity(
     simulator: Start, run_verifier: Run, tmp_path: Path
 ) -> None:
+    """Unless parity may sample instead (the default): see the next tests."""
     thresholds = tmp_path / "gate.toml"
     thresholds.write_text("[parity]\nrequire = true\n")
     run = run_verifier(
         simulator("--defect", "logprobs-unavailable"),
         *("--families", "parity", "--reference-endpoint", simulator()),
-        *("--gate-thresholds", str(thresholds)),
+        *("--gate-thresholds", str(thresholds), "--parity-method", "logprobs"),
     )
+    assert run.scorecard["settings"]["parity_method"] == "logprobs"
     family = run.family("parity")
     assert family["verdict"] == "unsupported"
     messages = {o["message"] for o in run.outcomes().values()}
@@ -105,6 +108,67 @@ def test_an_endpoint_without_logprobs_is_unsupported_and_fails_a_gate_that_requi
     assert {o["code"] for o in run.outcomes().values()} == {"logprobs_unavailable"}
     assert run.scorecard["gate"]["passed"] is False
     assert run.returncode == 1
+
+
+def sampling(run: VerifierRun) -> dict[str, Any]:
+    """The one ruling of a run compared by sampling, checked to be that."""
+    (ruling,) = run.family("parity")["rulings"]
+    assert (ruling["name"], ruling["method"]) == ("distribution", "sampling")
+    return ruling
+
+
+def test_without_logprobs_a_recording_is_compared_by_sampled_first_tokens(
+    simulator: Start, run_verifier: Run, tmp_path: Path
+) -> None:
+    """The reference's recording holds first tokens sampled with its seeds besides its
+    logprobs; a candidate without logprobs is compared with them, by the weaker test."""
+    reference = run_verifier(simulator(), "--families", "parity", out=tmp_path / "reference")
+    recorded = json.loads((tmp_path / "reference" / "parity.json").read_bytes())["prompts"]
+    assert len(recorded) == PROMPTS
+    assert all(len(r["samples"]) == 20 and "first" in r for r in recorded.values())
+    assert reference.family("parity")["cases"] == PROMPTS
+    baseline = ("--baseline", str(tmp_path / "reference" / "scorecard.json"))
+    same = run_verifier(
+        simulator("--defect", "logprobs-unavailable"), *baseline, "--families", "parity"
+    )
+    ruling = sampling(same)
+    assert (ruling["outcome"], ruling["prompts"], ruling["requests"]) == ("same", PROMPTS, 480)
+    assert same.returncode == 0 and same.family("parity")["codes"] == {}
+    assert "by sampled first tokens, a weaker test" in same.stdout
+    shifted = run_verifier(
+        simulator("--defect", "logprobs-unavailable", "--defect", "weights-perturbed:2"),
+        *baseline,
+        *("--families", "parity"),
+    )
+    assert sampling(shifted)["outcome"] == "different"
+    assert set(shifted.family("parity")["codes"]) == {"distribution_shift"}
+    assert shifted.returncode == 1
+
+
+def test_parity_method_sampling_asks_both_live_sides_for_samples_and_a_gate_can_pass_it(
+    simulator: Start, run_verifier: Run, tmp_path: Path
+) -> None:
+    thresholds = tmp_path / "gate.toml"
+    thresholds.write_text("[parity]\nrequire = true\n")
+    reference, vendor = simulator(), simulator("--fault-seed", "1")
+    run = run_verifier(
+        vendor,
+        *("--families", "parity", "--reference-endpoint", reference),
+        *("--parity-method", "sampling", "--gate-thresholds", str(thresholds)),
+    )
+    ruling = sampling(run)
+    assert (ruling["outcome"], ruling["requests"]) == ("same", PROMPTS * 40)
+    assert ruling["resolution"] <= 0.2 and ruling["test"]["false_alarm_rate"] == 0.01
+    assert run.scorecard["gate"]["passed"] is True and run.returncode == 0
+    records = [json.loads(line) for line in (run.out / "transcript.jsonl").open()]
+    samples = [r for r in records if "sample-" in r["label"]]
+    assert len(samples) == PROMPTS * 40
+    # Independent sides: no seed is used by both.
+    seeds = {
+        side: {r["request"]["seed"] for r in samples if (r.get("target") == "reference") == side}
+        for side in (True, False)
+    }
+    assert not seeds[True] & seeds[False]
 
 
 def test_a_noisy_vendor_against_its_own_noise_is_not_called_different(

@@ -25,6 +25,7 @@ from tests.conftest import VerifierRun
 from tests.llama.files import SMOLLM2_ARGS
 from tests.llama.server import LlamaServer
 from tests.parity_servers import (
+    BY_SAMPLING,
     KEPT,
     NO_CACHE,
     compare_with,
@@ -92,9 +93,28 @@ def candidate(
     serve: Callable[[str, Path, list[str]], LlamaServer],
     reference: VerifierRun,
     tmp_path_factory: pytest.TempPathFactory,
+    *verifier_args: str,
 ) -> VerifierRun:
     server = serve(name, model, args)
-    return compare_with(server.url, reference, tmp_path_factory.mktemp(f"parity-{name}") / "out")
+    out = tmp_path_factory.mktemp(f"parity-{name}") / "out"
+    return compare_with(server.url, reference, out, *verifier_args)
+
+
+def requantised(
+    quant: str, llama_binary: Path, model: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """The model requantised to `quant` by llama-quantize (seconds)."""
+    target = tmp_path_factory.mktemp("quants") / f"smollm2-{quant}.gguf"
+    quantize = llama_binary.parent / "llama-quantize"
+    done = subprocess.run(
+        [str(quantize), "--allow-requantize", str(model), str(target), quant],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return target
 
 
 def test_the_reference_records_every_kept_prompt(reference: VerifierRun) -> None:
@@ -153,16 +173,7 @@ def test_requantised_weights_are_detected(
 ) -> None:
     """Each requantisation shifts the distributions at every prompt: "different" after
     twelve prompts, the fewest the test allows."""
-    target = tmp_path_factory.mktemp("quants") / f"smollm2-{quant}.gguf"
-    quantize = llama_binary.parent / "llama-quantize"
-    done = subprocess.run(
-        [str(quantize), "--allow-requantize", str(model), str(target), quant],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    target = requantised(quant, llama_binary, model, tmp_path_factory)
     run = candidate(quant, target, NO_CACHE, serve, reference, tmp_path_factory)
     distribution = ruling(run, "distribution")
     assert distribution["outcome"] == "different", run.stdout[-3000:]
@@ -193,3 +204,38 @@ def test_speculative_decoding_keeps_the_greedy_text_and_loses_the_drafted_logpro
     tokens, expected = recorded_tokens(run), recorded_tokens(reference)
     assert tokens and all(tokens[c] == expected[c] for c in tokens)
     assert run.returncode == 1
+
+
+@pytest.fixture(scope="module")
+def sampling_reference(
+    serve: Callable[[str, Path, list[str]], LlamaServer],
+    model: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> VerifierRun:
+    """The reference's first tokens, sampled on every prompt (its prompt cache on)."""
+    server = serve("sampling-reference", model, [])
+    run = record(server.url, tmp_path_factory.mktemp("sampling-reference") / "out", *BY_SAMPLING)
+    assert run.returncode == 0, run.stdout[-3000:]
+    return run
+
+
+@pytest.mark.parametrize(("quant", "outcome"), [(None, "same"), ("Q2_K", "different")])
+def test_sampled_first_tokens_without_logprobs(
+    quant: str | None,
+    outcome: str,
+    serve: Callable[[str, Path, list[str]], LlamaServer],
+    llama_binary: Path,
+    model: Path,
+    sampling_reference: VerifierRun,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """The sampling fallback, compared as a vendor without logprobs is: the same file is
+    the same within the test's resolution, and Q2_K, the coarsest requantisation, moves the
+    first token's distribution far enough to be found."""
+    target = model if quant is None else requantised(quant, llama_binary, model, tmp_path_factory)
+    name = f"sampling-{quant or 'same-file'}"
+    run = candidate(name, target, [], serve, sampling_reference, tmp_path_factory, *BY_SAMPLING)
+    distribution = ruling(run, "distribution")
+    assert (distribution["method"], distribution["outcome"]) == ("sampling", outcome)
+    assert distribution["prompts"] == 24 and distribution["requests"] == 480
+    assert set(run.family("parity")["codes"]) == ({"distribution_shift"} if quant else set())

@@ -16,7 +16,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verifier.simulator.answers import completion_body, logprobs_of, stream_events
+from verifier.simulator.answers import (
+    completion_body,
+    logprobs_of,
+    one_token_sampled,
+    stream_events,
+)
 from verifier.simulator.defects import parse_defects
 from verifier.simulator.distribution import (
     ALTERNATIVES,
@@ -34,6 +39,7 @@ from verifier.simulator.distribution import (
     model_logits,
     position_key,
     prompt_digest,
+    sample,
 )
 from verifier.simulator.model import MODEL_ID, ToyPath, respond, tokenize
 from verifier.simulator.process import SimulatorProcess
@@ -387,3 +393,41 @@ def test_any_prompt_gets_as_many_entries_as_tokens(text: str) -> None:
     found = logprobs_of(asked, reply.tokens, active)
     assert found is not None
     assert [e["token"] for e in found["content"]] == reply.tokens
+
+
+# -- one-token samples --------------------------------------------------------------------
+
+
+def test_a_sample_follows_the_softmax_at_its_temperature() -> None:
+    logits = distribution(prompt_digest(request("Name a colour.")), 0, " Blue")
+    probabilities = {token: math.exp(lp) for token, lp in logprobs(logits).items()}
+    draws = [sample(logits, 1.0, str(seed)) for seed in range(4000)]
+    for token in sorted(probabilities, key=lambda t: -probabilities[t])[:3]:
+        assert draws.count(token) / len(draws) == pytest.approx(probabilities[token], abs=0.03)
+    # The rest of the vocabulary is drawn too, as a word the table does not list.
+    assert set(draws) - set(probabilities)
+    # Colder is peakier; the same seed gives the same token.
+    cold = [sample(logits, 0.25, str(seed)) for seed in range(400)]
+    assert cold.count(" Blue") > draws[:400].count(" Blue")
+    assert sample(logits, 1.0, "7") == sample(logits, 1.0, "7")
+
+
+def one_token(text: str, **fields: Any) -> list[str]:
+    asked = request(text, max_tokens=1, **fields)
+    clean = parse_defects([])
+    reply = one_token_sampled(asked, respond(asked, clean, 5), 5, Perturbation())
+    return reply.tokens
+
+
+def test_only_a_one_token_answer_at_a_temperature_above_0_is_sampled() -> None:
+    greedy_token = one_token("Name a colour.", temperature=0)
+    assert one_token("Name a colour.", temperature=0, seed=3) == greedy_token
+    found = {one_token("Name a colour.", temperature=1.0, seed=seed)[0] for seed in range(40)}
+    assert len(found) > 1 and greedy_token[0] in found
+    assert one_token("Name a colour.", temperature=1.0, seed=3) == one_token(
+        "Name a colour.", temperature=1.0, seed=3
+    )
+    # Longer answers keep the toy model's fixed text.
+    asked = request("Name a colour.", max_tokens=2, temperature=1.0, seed=3)
+    reply = respond(asked, parse_defects([]), 5)
+    assert one_token_sampled(asked, reply, 5, Perturbation()) == reply

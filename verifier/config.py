@@ -217,6 +217,7 @@ class RunConfig:
     reference_endpoint: str | None = None
     reference_model: str | None = None
     reference_api_key_env: str | None = None
+    parity_method: str = "auto"
 
     @property
     def endpoint_display(self) -> str:
@@ -247,6 +248,8 @@ class RunConfig:
         }
         if self.generated:
             settings["generated"] = {"cases": self.generated, "seed": self.generation_seed}
+        if self.parity_method != "auto":
+            settings["parity_method"] = self.parity_method
         if self.reference_endpoint is not None:
             settings["reference"] = {
                 "endpoint": redact_url(self.reference_endpoint),

@@ -169,6 +169,14 @@ _OPTIONS = (
         help="environment variable that holds the reference's key (default: --api-key-env's)",
     ),
     _option(
+        "--parity-method",
+        choices=("auto", "logprobs", "sampling"),
+        default="auto",
+        help="how the parity family compares distributions: logprobs, or first tokens "
+        "sampled at temperature 1 (weaker; auto: sampling only where either side gives no "
+        "logprobs)",
+    ),
+    _option(
         "--sign-key",
         metavar="PATH",
         help="Ed25519 private key (`verifier keygen`): also write scorecard.dsse.json, the "
@@ -267,6 +275,7 @@ def pytest_configure(config: pytest.Config) -> None:
             reference_endpoint=config.getoption("reference_endpoint"),
             reference_model=config.getoption("reference_model"),
             reference_api_key_env=config.getoption("reference_api_key_env"),
+            parity_method=config.getoption("parity_method"),
         )
         from .run.session import start_session
 

@@ -24,6 +24,13 @@ order, decides "same", "different" (``distribution_shift``, ``kv_cache_divergenc
 the corpus ends first, "not enough evidence". Per prompt, a chosen token that is not the most
 likely one listed at temperature 0 is ``logprobs_inconsistent_with_choice``; an endpoint that
 gives no logprobs is ``logprobs_unavailable`` (unsupported, never a pass).
+
+Where either side gives no logprobs (or ``--parity-method sampling`` asks for it), the family
+falls back to sampling: each prompt's first token sampled :data:`~.first_tokens.SAMPLES` times
+at temperature 1 on each side, compared by the weaker test of :mod:`.first_tokens` (one
+"distribution" ruling, no KV-cache ruling: a sample does not show a cached prefix's small
+shift). A recording run samples too (with the reference's seeds), so that its recording serves
+candidates with or without logprobs.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections import Counter
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,8 +48,10 @@ from ..outcome import CaseRecord, Finding, Outcome, Status
 from ..protocol.answers import ChatResult
 from ..protocol.requests import Chat, Exchange
 from ..stats import SequentialTest, bootstrap_mean_interval, rate
+from . import first_tokens
 from .common import rejected, unreadable_findings, unsupported
 from .distributions import (
+    END,
     Trace,
     compare,
     divergence,
@@ -291,6 +301,25 @@ def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None)
     }
     # Every prompt compared shows in the figures; only those whose answers were sound count
     # in the rulings.
+    sampled = _sampled(records)
+    if sampled:
+        made = _sampling_ruling(records)
+        summary.update(mode="compared", method="sampling", rulings=[made])
+        summary["first_token"] = {
+            "samples_per_prompt": first_tokens.SAMPLES,
+            "tv_mean": made["statistic"] / len(sampled),
+            "p_value": made["p_value"],
+            "resolution": made["resolution"],
+            "power": made["test"]["power"],
+            "agreement": rate(
+                sum(
+                    Counter(c).most_common(1)[0][0] == Counter(r).most_common(1)[0][0]
+                    for c, r in sampled
+                ),
+                len(sampled),
+            ),
+        }
+        return summary
     rows = [
         (r, r.outcome.metrics["compared"])
         for r in sorted(records, key=lambda r: r.id)
@@ -301,6 +330,7 @@ def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None)
         summary["rulings"] = []
         return summary
     summary["mode"] = "compared"
+    summary["method"] = "logprobs"
     divergences = [row["divergence"] for _, row in rows]
     floors = [row["floor"] for _, row in rows]
     comparisons = [row["comparison"] for _, row in rows]
@@ -328,16 +358,67 @@ def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None)
             ][:10],
         }
     )
-    summary["rulings"] = rulings(records)
+    summary["rulings"] = _sign_rulings(records)
     return summary
+
+
+def _sampled(records: Iterable[CaseRecord]) -> list[first_tokens.Stratum]:
+    """The sampled first tokens (candidate, reference) of the sound prompts, in id order."""
+    return [
+        (r.outcome.metrics["sampled"]["candidate"], r.outcome.metrics["sampled"]["reference"])
+        for r in sorted(records, key=lambda r: r.id)
+        if r.outcome.status is Status.PASS and "sampled" in r.outcome.metrics
+    ]
+
+
+def _sampling_ruling(records: Sequence[CaseRecord]) -> dict[str, Any]:
+    """The distribution ruling of the sampling fallback (see :mod:`.first_tokens`)."""
+    strata = _sampled(records)
+    decided = first_tokens.decide(strata)
+    outcome = decided["outcome"]
+    return {
+        "name": "distribution",
+        "method": "sampling",
+        "outcome": outcome,
+        "verdict": {"same": "pass", "different": "fail", "undecided": "inconclusive"}[outcome],
+        "code": "distribution_shift" if outcome == "different" else None,
+        "prompts": len(strata),
+        "requests": sum(
+            int(r.outcome.metrics.get("requests", 0))
+            for r in records
+            if r.outcome.status is Status.PASS and "sampled" in r.outcome.metrics
+        ),
+        "p_value": decided["p_value"],
+        "statistic": decided["statistic"],
+        "resolution": decided["resolution"],
+        "test": {
+            "kind": "stratified permutation test on sampled first tokens (sum of per-prompt "
+            "TV); weaker than the logprobs comparison",
+            "samples_per_prompt": first_tokens.SAMPLES,
+            "rounds": first_tokens.ROUNDS,
+            "false_alarm_rate": first_tokens.ALPHA,
+            "power": decided["power"],
+            "power_against": "every prompt's likeliest first token giving TV s of its mass "
+            "to the second likeliest, estimated from the pooled samples",
+            "same_needs_resolution": first_tokens.RESOLUTION,
+        },
+    }
 
 
 def rulings(records: Iterable[CaseRecord]) -> list[dict[str, Any]]:
     """The distribution and KV-cache rulings over the prompts compared, in id order (pure).
 
     Only prompts whose answers were sound count; with none compared (a recording run), there
-    is no ruling.
+    is no ruling. Compared by sampling, there is one ruling, on the distribution.
     """
+    records = list(records)
+    if any("sampled" in r.outcome.metrics for r in records):
+        return [_sampling_ruling(records)]
+    return _sign_rulings(records)
+
+
+def _sign_rulings(records: Iterable[CaseRecord]) -> list[dict[str, Any]]:
+    """The logprobs comparison's two sequential rulings."""
     seen = [r for r in sorted(records, key=lambda r: r.id) if "compared" in r.outcome.metrics]
     if not seen:
         return []
@@ -365,7 +446,8 @@ def settled(records: Sequence[CaseRecord]) -> str | None:
     if len(failed) >= TEST.minimum:
         codes = sorted({f.code for r in failed for f in r.outcome.findings})
         return f"parity: {len(failed)} prompts failed ({', '.join(codes)})"
-    made = rulings(records)
+    # The sampling fallback's test takes every prompt: only the sign tests stop early.
+    made = _sign_rulings(records)
     if not made or any(r["outcome"] == "undecided" for r in made):
         return None
     said = ", ".join(f"{r['name']} {r['outcome']}" for r in made)
@@ -376,8 +458,26 @@ def settled(records: Sequence[CaseRecord]) -> str | None:
 def run(case: Case, ctx: RunContext) -> Exchange:
     """Per-token distributions against a reference deployment's, with a calibrated decision."""
     parity = ctx.parity
-    if parity.top_logprobs is None:
-        return _unavailable(parity.why_unavailable, 0)
+    if parity.top_logprobs is not None:
+        outcome = yield from _by_logprobs(case, ctx, parity)
+        if not (parity.sampling and parity.recording) or outcome.status is not Status.PASS:
+            return outcome
+        # A recording run: the first tokens sampled too, for candidates without logprobs.
+        got = yield from _samples(case, ctx, "endpoint")
+        if isinstance(got, Outcome):
+            return got
+        metrics = dict(outcome.metrics)
+        metrics["recording"] = {**metrics["recording"], "samples": got}
+        metrics["requests"] += first_tokens.SAMPLES
+        return dataclasses.replace(outcome, metrics=metrics)
+    if parity.sampling:
+        return (yield from _by_sampling(case, ctx, parity))
+    return _unavailable(parity.why_unavailable, 0)
+
+
+def _by_logprobs(case: Case, ctx: RunContext, parity: ParityContext) -> Exchange:
+    """The prompt answered greedily with logprobs: first, streamed, again; compared."""
+    assert parity.top_logprobs is not None
     reference: tuple[Trace, Trace] | None = None
     if parity.live:
         got = yield from _live_reference(case, ctx, parity)
@@ -386,7 +486,7 @@ def run(case: Case, ctx: RunContext) -> Exchange:
         reference = got
     elif parity.recordings is not None:
         recording = parity.recordings.get(case.id)
-        if recording is None:
+        if recording is None or "first" not in recording:
             return unsupported("the reference's recording has no answer to this prompt", {})
         reference = _recorded(recording)
     answers: dict[str, ChatResult] = {}
@@ -408,3 +508,74 @@ def run(case: Case, ctx: RunContext) -> Exchange:
     return dataclasses.replace(
         outcome, metrics={**outcome.metrics, "stream_refused": refused[:200]}
     )
+
+
+def first_token(result: ChatResult) -> str:
+    """What a one-token answer sampled: its text, else what it began instead (pure).
+
+    An answer that began reasoning or a tool call is named by that; one that stopped at
+    once is :data:`~.distributions.END`.
+    """
+    choice = result.choice
+    assert choice is not None
+    if choice.content:
+        return choice.content
+    if choice.reasoning:
+        return f"\x00reasoning:{choice.reasoning}"
+    if choice.tool_calls:
+        return "\x00tool_call"
+    return END if choice.finish_reason == "stop" else ""
+
+
+def _samples(
+    case: Case, ctx: RunContext, target: str, model: str | None = None
+) -> Generator[Chat, ChatResult, list[str] | Outcome]:
+    """The prompt's first token sampled at temperature 1, once per seed.
+
+    The reference's seeds (a recording run's too) follow the run's seed, the candidate's
+    follow those, so that the two sides' samples are independent.
+    """
+    offset = 0 if target == "reference" or ctx.parity.recording else first_tokens.SAMPLES
+    data = case.data
+    found = []
+    for i in range(first_tokens.SAMPLES):
+        body = ctx.request(
+            messages=data["messages"], max_tokens=1, temperature=1.0, seed=ctx.seed + offset + i
+        )
+        body["model"] = model or ctx.model
+        if "tools" in data:
+            body["tools"] = data["tools"]
+        prefix = "reference-" if target == "reference" else ""
+        name = f"{prefix}sample-{i + 1}"
+        result = yield Chat(body, name, target=target, observe=target != "reference")
+        if not result.ok:
+            return rejected(f"{prefix}sampling", result, {"requests": i + 1})
+        broken = unreadable_findings(result, name)
+        if broken or result.choice is None:
+            return Outcome.from_findings(broken, metrics={"requests": i + 1})
+        found.append(first_token(result))
+    return found
+
+
+def _by_sampling(case: Case, ctx: RunContext, parity: ParityContext) -> Exchange:
+    """The prompt's first token sampled on both sides (or recorded, with no reference)."""
+    reference: list[str] | None = None
+    if parity.recordings is not None:
+        reference = (parity.recordings.get(case.id) or {}).get("samples")
+        if reference is None:
+            return unsupported("the reference's recording has no samples of this prompt", {})
+    elif parity.live:
+        got = yield from _samples(case, ctx, "reference", parity.reference_model)
+        if isinstance(got, Outcome):
+            return got
+        reference = got
+    candidate = yield from _samples(case, ctx, "endpoint")
+    if isinstance(candidate, Outcome):
+        return candidate
+    requests = first_tokens.SAMPLES * (2 if parity.live else 1)
+    metrics: dict[str, Any] = {"requests": requests}
+    if reference is None:
+        metrics["recording"] = {"samples": candidate}
+    else:
+        metrics["sampled"] = {"candidate": candidate, "reference": list(reference)}
+    return Outcome(Status.PASS, metrics=metrics)

@@ -157,6 +157,8 @@ class ParityContext:
         live: the reference is an endpoint asked in the same run (``--reference-endpoint``).
         reference_model: the model the reference endpoint serves, when live.
         recordings: the reference's recorded answers by case id (``--baseline``), or None.
+        sampling: first tokens are sampled: compared where there are no logprobs (or
+            ``--parity-method sampling``), recorded besides them in a recording run.
     """
 
     top_logprobs: int | None = None
@@ -164,6 +166,12 @@ class ParityContext:
     live: bool = False
     reference_model: str | None = None
     recordings: Mapping[str, Mapping[str, Any]] | None = None
+    sampling: bool = False
+
+    @property
+    def recording(self) -> bool:
+        """Nothing to compare with: the run records what the endpoint answers."""
+        return not self.live and self.recordings is None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

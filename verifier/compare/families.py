@@ -490,11 +490,23 @@ def reasoning(entries: Entries) -> View:
 
 
 def ruling_text(ruling: Mapping[str, Any]) -> str:
-    """``different after 12 prompts (60 requests)``: a ruling as it reads in a cell or line."""
+    """``different after 12 prompts (60 requests)``: a ruling as it reads in a cell or line.
+
+    A ruling by sampling says so, with its p-value and the shift it resolves.
+    """
     outcome = "not enough evidence" if ruling["outcome"] == "undecided" else ruling["outcome"]
-    return (
+    text = (
         f"{outcome} after {ruling.get('prompts', 0)} prompts ({ruling.get('requests', 0)} requests)"
     )
+    if ruling.get("method") == "sampling":
+        resolution = ruling.get("resolution")
+        power = (
+            f"95% power at a shift of TV {resolution}"
+            if resolution is not None
+            else "under 95% power at every shift up to TV 0.5"
+        )
+        text += f" by sampled first tokens, a weaker test (p {ruling.get('p_value')}; {power})"
+    return text
 
 
 def _ruling(entry: Entry, name: str) -> Mapping[str, Any] | None:

@@ -64,34 +64,53 @@ def start_session(config: pytest.Config, run: RunConfig) -> None:
 
 
 def parity_context(
-    caps: Capabilities, baseline: Mapping[str, Any] | None, recordings: Mapping[str, Any] | None
+    caps: Capabilities,
+    baseline: Mapping[str, Any] | None,
+    recordings: Mapping[str, Any] | None,
+    method: str = "auto",
 ) -> ParityContext:
     """What the parity family compares with: the live reference, a recording, or nothing.
 
-    Alternatives are asked for as many as both sides list (a recording lists its own).
+    Alternatives are asked for as many as both sides list (a recording lists its own). Where
+    either side lists none, or `method` (``--parity-method``) says so, first tokens are
+    sampled instead, unless `method` is ``logprobs``.
     """
     own = caps.logprobs or {}
+    sample = method != "logprobs"
+    by_logprobs = method != "sampling"
+    why = own.get("why") or "the probe did not ask for logprobs"
+    if method == "sampling":
+        why = "--parity-method sampling"
     if caps.reference is not None:
         theirs = caps.reference["logprobs"]
         tops = [own.get("top"), theirs.get("top")]
-        if None in tops:
-            why = own.get("why") or f"the reference: {theirs.get('why')}"
-            return ParityContext(why_unavailable=why)
-        return ParityContext(
-            top_logprobs=min(t for t in tops if t is not None),
-            live=True,
-            reference_model=caps.reference["model"],
-        )
-    if own.get("top") is None:
-        return ParityContext(why_unavailable=own.get("why") or "the probe did not ask for logprobs")
+        live = {"live": True, "reference_model": caps.reference["model"]}
+        if None in tops or not by_logprobs:
+            if by_logprobs:
+                why = own.get("why") or f"the reference: {theirs.get('why')}"
+            return ParityContext(why_unavailable=why, sampling=sample, **live)
+        return ParityContext(top_logprobs=min(t for t in tops if t is not None), **live)
     if baseline is not None and recordings is None:
         return ParityContext(
             why_unavailable="the --baseline scorecard recorded no parity answers: run the "
             "reference with --families ...,parity"
         )
-    listed = [len(top) for rec in (recordings or {}).values() for top in rec["first"]["k"] if top]
-    top = min(own["top"], max(listed)) if listed else own["top"]
-    return ParityContext(top_logprobs=top, recordings=recordings)
+    if recordings is None:
+        # A recording run: logprobs where the endpoint gives them, and samples.
+        top = own.get("top") if by_logprobs else None
+        return ParityContext(top_logprobs=top, why_unavailable=why, sampling=sample)
+    traced = [rec for rec in recordings.values() if "first" in rec]
+    if by_logprobs and own.get("top") is not None and traced:
+        listed = [len(top) for rec in traced for top in rec["first"]["k"] if top]
+        top = min(own["top"], max(listed)) if listed else own["top"]
+        return ParityContext(top_logprobs=top, recordings=recordings)
+    if by_logprobs and own.get("top") is not None:
+        why = "the --baseline recording has no logprobs"
+    if sample and any("samples" in rec for rec in recordings.values()):
+        return ParityContext(why_unavailable=why, sampling=True, recordings=recordings)
+    if sample:
+        why += "; and the --baseline recording has no samples"
+    return ParityContext(why_unavailable=why)
 
 
 def _now() -> str:
@@ -364,7 +383,7 @@ class VerifierSession:
             stop_early=self.budget is not None,
             endpoints=TokenizerEndpoints.from_dict(found) if found else TokenizerEndpoints(),
             vision=caps.vision,
-            parity=parity_context(caps, self.baseline, self.recordings),
+            parity=parity_context(caps, self.baseline, self.recordings, self.run.parity_method),
         )
 
     def _count_done(self) -> None:

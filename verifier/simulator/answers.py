@@ -9,6 +9,7 @@ behaviour defects live in the model.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from typing import Any
@@ -38,8 +39,15 @@ from .defects import (
     USAGE_TOTAL_WRONG,
     Defects,
 )
-from .distribution import Perturbation, best_swapped, distribution, entry, prompt_digest
-from .model import MODEL_ID, Path, Reply, ToolCall, tokenize
+from .distribution import (
+    Perturbation,
+    best_swapped,
+    distribution,
+    entry,
+    prompt_digest,
+    sample,
+)
+from .model import MODEL_ID, Path, Reply, ToolCall, max_tokens_of, tokenize
 from .thinking import call_markup
 
 FINGERPRINT = "fp_simulated"
@@ -114,6 +122,30 @@ def logprobs_of(
     if defects.has(LOGPROBS_INCONSISTENT) and entries:
         entries = entries[:-1]
     return {"content": entries}
+
+
+def one_token_sampled(
+    request: dict[str, Any], reply: Reply, number: int, perturbation: Perturbation
+) -> Reply:
+    """`reply`, or, for a one-token answer at a temperature above 0, a token drawn instead.
+
+    The draw is seeded by the request's seed, or by its number when it has none (a vendor
+    that ignores seeds draws anew each time).
+    """
+    temperature = request.get("temperature")
+    if (
+        len(reply.tokens) != 1
+        or reply.tool_calls
+        or reply.reasoning
+        or max_tokens_of(request) != 1
+        or not isinstance(temperature, int | float)
+        or temperature <= 0
+    ):
+        return reply
+    seed = request.get("seed")
+    logits = distribution(prompt_digest(request), 0, reply.tokens[0], perturbation)
+    token = sample(logits, float(temperature), f"{seed if seed is not None else -number}")
+    return dataclasses.replace(reply, tokens=[token])
 
 
 def answered_model(request: dict[str, Any], defects: Defects) -> str:

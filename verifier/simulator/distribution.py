@@ -11,6 +11,10 @@ and the token, so the same request always gets the same numbers. A :class:`Pertu
 moves them as real serving does: converted weights (deterministic per prompt), a warm
 prefix cache (deterministic, only on a repeated prompt) and batch-dependent kernels (noise
 that differs from request to request). None of them changes which token is emitted.
+
+A one-token answer at a temperature above 0 is the exception: its token is drawn from the
+first position's distribution, perturbations included (:func:`sample`), which is what a
+client that cannot see logprobs compares vendors by.
 """
 
 from __future__ import annotations
@@ -167,6 +171,23 @@ def distribution(
         seed = f"logit-noise:{perturbation.seed}:{perturbation.number}:{position}"
         logits = shifted(logits, random.Random(seed), perturbation.noise)
     return greedy(logits)
+
+
+def sample(logits: Logits, temperature: float, seed: str) -> str:
+    """A token drawn from `logits` at `temperature`, seeded by `seed`.
+
+    Drawing the lumped rest of the vocabulary gives a word that is not among the alternatives.
+    """
+    draw = random.Random(f"sample:{seed}")
+    named = [(logits.token, logits.chosen), *logits.alternatives]
+    values = [value for _, value in named] + [logits.rest]
+    peak = max(values)
+    weights = [math.exp((value - peak) / temperature) for value in values]
+    picked = draw.choices(range(len(values)), weights=weights)[0]
+    if picked < len(named):
+        return named[picked][0]
+    listed = {token for token, _ in named}
+    return draw.choice([word for word in VOCABULARY if word not in listed])
 
 
 def best_swapped(logits: Logits) -> Logits:

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 
 from ..reference.profiles import Profile
 from ..reference.tokenizer import encode_all_special
-from .answers import completion_body, stream_events
+from .answers import completion_body, one_token_sampled, stream_events
 from .defects import (
     BAD_RESPONSE_FORMAT_500,
     FAULT_429,
@@ -351,8 +351,10 @@ class Handler(BaseHTTPRequestHandler):
             time.sleep(server.latency)
         defects = server.defects.at_position(position)
         path = server.path_model
-        reply = respond(request, defects, number, path)
         perturbation = server.perturbation(request, number)
+        reply = one_token_sampled(
+            request, respond(request, defects, number, path), number, perturbation
+        )
         if stream:
             events = stream_events(request, reply, number, defects, path, perturbation)
             if fault is None:
