@@ -299,11 +299,9 @@ def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None)
         },
         "prompts": len(graded),
     }
-    # Every prompt compared shows in the figures; only those whose answers were sound count
-    # in the rulings.
     sampled = _sampled(records)
     if sampled:
-        made = _sampling_ruling(records)
+        (made,) = rulings(records)
         summary.update(mode="compared", method="sampling", rulings=[made])
         summary["first_token"] = {
             "samples_per_prompt": first_tokens.SAMPLES,
@@ -320,6 +318,8 @@ def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None)
             ),
         }
         return summary
+    # Every prompt compared shows in the figures; only those whose answers were sound count
+    # in the rulings.
     rows = [
         (r, r.outcome.metrics["compared"])
         for r in sorted(records, key=lambda r: r.id)
@@ -358,7 +358,7 @@ def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None)
             ][:10],
         }
     )
-    summary["rulings"] = _sign_rulings(records)
+    summary["rulings"] = rulings(records)
     return summary
 
 
@@ -412,7 +412,7 @@ def rulings(records: Iterable[CaseRecord]) -> list[dict[str, Any]]:
     is no ruling. Compared by sampling, there is one ruling, on the distribution.
     """
     records = list(records)
-    if any("sampled" in r.outcome.metrics for r in records):
+    if _sampled(records):
         return [_sampling_ruling(records)]
     return _sign_rulings(records)
 
