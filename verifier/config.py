@@ -102,6 +102,36 @@ def positive_seconds(value: str) -> float:
     return _number(value, float, lambda n: 0 < n < math.inf, "a number of seconds > 0")
 
 
+def levels(value: str) -> tuple[int, ...]:
+    """The ``--load`` value: concurrency levels ``C1,C2,...``, each a whole number >= 1."""
+    found = tuple(positive_int(part.strip()) for part in value.split(",") if part.strip())
+    if not found:
+        raise argparse.ArgumentTypeError("give one or more concurrency levels, e.g. 1,8,32")
+    return tuple(sorted(set(found)))
+
+
+PRICES = ("input", "output", "cached")
+
+
+def prices(value: str) -> dict[str, float]:
+    """The ``--price`` value: ``input=USD,output=USD[,cached=USD]``, per million tokens."""
+    found: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in value.split(","))):
+        name, sep, amount = part.partition("=")
+        if not sep or name not in PRICES:
+            raise argparse.ArgumentTypeError(
+                f"{part!r} is not NAME=USD_PER_MTOK with NAME one of {', '.join(PRICES)} "
+                "(e.g. input=0.6,output=2.5)"
+            )
+        found[name] = _number(amount, float, lambda n: 0 <= n < math.inf, "a number >= 0")
+    missing = [n for n in ("input", "output") if n not in found]
+    if missing:
+        raise argparse.ArgumentTypeError(
+            f"give the {' and '.join(missing)} price too (e.g. input=0.6,output=2.5)"
+        )
+    return found
+
+
 def repeats(value: str) -> int | dict[str, int]:
     """The ``--repeats`` value: ``K`` or ``FAMILY=K[,FAMILY=K...]``.
 
@@ -218,6 +248,8 @@ class RunConfig:
     reference_model: str | None = None
     reference_api_key_env: str | None = None
     parity_method: str = "auto"
+    prices: dict[str, float] | None = None
+    load: tuple[int, ...] = ()
 
     @property
     def endpoint_display(self) -> str:
@@ -248,6 +280,8 @@ class RunConfig:
         }
         if self.generated:
             settings["generated"] = {"cases": self.generated, "seed": self.generation_seed}
+        if self.load:
+            settings["load"] = list(self.load)
         if self.parity_method != "auto":
             settings["parity_method"] = self.parity_method
         if self.reference_endpoint is not None:

@@ -22,10 +22,12 @@ from .config import (
     env_var_name,
     family_list,
     known_families,
+    levels,
     non_negative_int,
     normalize_endpoint,
     positive_int,
     positive_seconds,
+    prices,
     repeats,
 )
 from .errors import VerifierError
@@ -177,6 +179,21 @@ _OPTIONS = (
         "logprobs)",
     ),
     _option(
+        "--load",
+        metavar="C1,C2,...",
+        parse=levels,
+        help="before the cases, a load probe: the same streamed request at each concurrency "
+        "level (twice the level of them, at least 8): TTFT, decode rate and throughput per "
+        "level, and the knee where latency rises, in the scorecard's performance section",
+    ),
+    _option(
+        "--price",
+        metavar="input=USD,output=USD[,cached=USD]",
+        parse=prices,
+        help="prices per million tokens: the scorecard's performance section then gives what "
+        "the run's tokens cost, per family and in all",
+    ),
+    _option(
         "--sign-key",
         metavar="PATH",
         help="Ed25519 private key (`verifier keygen`): also write scorecard.dsse.json, the "
@@ -276,6 +293,8 @@ def pytest_configure(config: pytest.Config) -> None:
             reference_model=config.getoption("reference_model"),
             reference_api_key_env=config.getoption("reference_api_key_env"),
             parity_method=config.getoption("parity_method"),
+            prices=config.getoption("price"),
+            load=config.getoption("load") or (),
         )
         from .run.session import start_session
 

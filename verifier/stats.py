@@ -99,3 +99,27 @@ def bootstrap_mean_interval(
     n = len(values)
     means = sorted(sum(draw.choices(values, k=n)) / n for _ in range(draws))
     return means[int(0.025 * draws)], means[min(draws - 1, int(0.975 * draws))]
+
+
+def quantile_interval(
+    values: Sequence[float], q: float, z: float = Z95
+) -> tuple[float, float | None, float | None] | None:
+    """The q-quantile of `values` (nearest rank) with its distribution-free 95% interval.
+
+    The interval is between order statistics whose ranks the binomial distribution of the
+    number of values below the true quantile gives (normal approximation, Conover's
+    method): it needs no assumption about the values' distribution and costs one sort. A
+    bound that would fall beyond the smallest or largest value is None: too few values to
+    bound the quantile on that side (the p99 of 50 values has no upper bound). None for no
+    values.
+    """
+    if not values:
+        return None
+    ordered = sorted(values)
+    n = len(ordered)
+    point = ordered[max(0, math.ceil(q * n) - 1)]
+    half = z * math.sqrt(n * q * (1 - q))
+    low_rank, high_rank = math.floor(n * q - half), math.ceil(n * q + half) + 1
+    low = ordered[low_rank - 1] if low_rank >= 1 else None
+    high = ordered[high_rank - 1] if high_rank <= n else None
+    return point, low, high

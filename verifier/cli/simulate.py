@@ -13,6 +13,7 @@ from ..errors import VerifierError
 from ..reference.profiles import load_profile
 from ..simulator.defects import parse_defects
 from ..simulator.model import MODEL_ID
+from ..simulator.pace import Pace
 from ..simulator.server import SimulatorServer
 
 
@@ -45,6 +46,28 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--latency-ms", type=float, default=0.0, help="milliseconds to wait before each answer"
+    )
+    parser.add_argument(
+        "--ttft-ms",
+        type=float,
+        default=0.0,
+        metavar="T",
+        help="milliseconds before each answer's first token (default: 0)",
+    )
+    parser.add_argument(
+        "--tokens-per-second",
+        type=float,
+        default=None,
+        metavar="R",
+        help="the decode rate after the first token (default: as fast as it can)",
+    )
+    parser.add_argument(
+        "--timing-jitter",
+        type=float,
+        default=0.0,
+        metavar="J",
+        help="multiply each wait of --ttft-ms and --tokens-per-second by a factor drawn from "
+        "[1-J, 1+J], seeded by --fault-seed and the request's number (default: 0)",
     )
     parser.add_argument(
         "--logit-noise",
@@ -115,7 +138,16 @@ def run(args: argparse.Namespace) -> int:
         except VerifierError as exc:
             sys.stderr.write(f"verifier simulate: error: {exc}\n")
             return 2
+    rate = args.tokens_per_second
+    if rate is not None and not 0 < rate < float("inf"):
+        sys.stderr.write(
+            f"verifier simulate: error: --tokens-per-second must be a number > 0, given {rate}\n"
+        )
+        return 2
     try:
+        pace = Pace(
+            args.ttft_ms / 1000, 1 / rate if rate else 0.0, args.timing_jitter, args.fault_seed
+        )
         server = SimulatorServer(
             (args.host, args.port),
             defects=defects,
@@ -127,6 +159,7 @@ def run(args: argparse.Namespace) -> int:
             served_model=args.served_model,
             fault_seed=args.fault_seed,
             logit_noise=args.logit_noise,
+            pace=pace,
         )
     except ValueError as exc:
         sys.stderr.write(f"verifier simulate: error: {exc}\n")

@@ -158,21 +158,22 @@ def answer_fault(result: ChatResult, *, non_json: bool) -> str | None:
     return None
 
 
-# Reads an answer from the response and its redacted headers.
-_Reader = Callable[[httpx2.Response, dict[str, str]], ChatResult]
+# Reads an answer from the response, its redacted headers and when the request was sent
+# (time.perf_counter()).
+_Reader = Callable[[httpx2.Response, dict[str, str], float], ChatResult]
 
 
 def _whole_body(parse: Callable[[int, bytes, dict[str, str]], ChatResult]) -> _Reader:
     """A reader that parses the whole body with `parse`."""
 
-    def read(response: httpx2.Response, headers: dict[str, str]) -> ChatResult:
+    def read(response: httpx2.Response, headers: dict[str, str], started: float) -> ChatResult:
         return parse(response.status_code, response.read(), headers)
 
     return read
 
 
-def _event_stream(response: httpx2.Response, headers: dict[str, str]) -> ChatResult:
-    """A streamed chat answer, accumulated from its SSE events.
+def _event_stream(response: httpx2.Response, headers: dict[str, str], started: float) -> ChatResult:
+    """A streamed chat answer, accumulated from its SSE events, each chunk's arrival timed.
 
     Raises:
         _StreamBroken: the stream broke off; its cause is the transport error.
@@ -184,9 +185,23 @@ def _event_stream(response: httpx2.Response, headers: dict[str, str]) -> ChatRes
         return result
     result = ChatResult(stream=True, status=response.status_code, headers=headers)
     try:
-        return accumulate(response.iter_bytes(), result)
+        return accumulate(
+            response.iter_bytes(), result, clock=lambda: time.perf_counter() - started
+        )
     except httpx2.TransportError as exc:
         raise _StreamBroken(result) from exc
+
+
+def timing_record(result: ChatResult) -> dict[str, Any]:
+    """When the answer's headers and (streamed) each of its chunks arrived, in ms from sending.
+
+    The performance section derives time to first token, inter-token gaps and decode rates
+    from these and the chunks (:mod:`verifier.scorecard.performance`).
+    """
+    timing: dict[str, Any] = {"first_byte_ms": round((result.first_byte or 0.0) * 1000, 1)}
+    if result.stream and result.arrivals:
+        timing["arrivals_ms"] = [round(t * 1000, 1) for t in result.arrivals]
+    return timing
 
 
 class EndpointClient:
@@ -395,12 +410,14 @@ class EndpointClient:
         """Send with `respond` and read the answer with `read`, timed; the response is closed."""
         started = time.perf_counter()
         response = respond()
+        first_byte = time.perf_counter() - started
         try:
             headers = self.redactor.headers(response.headers.multi_items())
-            result = read(response, headers)
+            result = read(response, headers, started)
         finally:
             response.close()
         result.latency = time.perf_counter() - started
+        result.first_byte = first_byte
         return result
 
     def _with_retries(
@@ -523,6 +540,8 @@ class EndpointClient:
             latency_ms=round(result.latency * 1000, 3),
             retry=fault is not None and not final,
         )
+        if result.first_byte is not None:
+            record["timing"] = timing_record(result)
         self.transcript.write(record)
         if result.status in (401, 403):
             raise EndpointAuthError(self._auth_message(result.status), attempts=attempt)

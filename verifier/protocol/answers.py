@@ -77,6 +77,8 @@ class ChatResult:
         done: a stream ended with ``data: [DONE]``.
         problems: shape and protocol violations, in the order seen.
         latency: seconds from sending to the end of the answer.
+        first_byte: seconds from sending to the answer's status and headers.
+        arrivals: for a stream, seconds from sending to the arrival of each of `chunks`.
         attempts: how many attempts this answer took (1 = no retry).
         empty_deltas: stream chunks whose delta carried nothing (no role, content,
             reasoning or tool call) and no finish_reason.
@@ -96,6 +98,8 @@ class ChatResult:
     model: str | None = None
     system_fingerprint: str | None = None
     latency: float = 0.0
+    first_byte: float | None = None
+    arrivals: list[float] = dataclasses.field(default_factory=list)
     attempts: int = 1
     empty_deltas: int = 0
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import codecs
 import dataclasses
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from .answers import (
@@ -377,13 +377,29 @@ class StreamAccumulator:
         self.result.problems.append(Problem(code, message, where))
 
 
-def accumulate(chunks: Iterable[bytes], result: ChatResult) -> ChatResult:
-    """Read a whole SSE body given as byte chunks into `result`."""
+def accumulate(
+    chunks: Iterable[bytes], result: ChatResult, clock: Callable[[], float] | None = None
+) -> ChatResult:
+    """Read a whole SSE body given as byte chunks into `result`.
+
+    With `clock` (seconds since the request was sent), each parsed chunk's arrival is noted
+    in ``result.arrivals``: the time the bytes that completed it were read.
+    """
     decoder = SSEDecoder()
     accumulator = StreamAccumulator(result)
     for chunk in chunks:
+        now = clock() if clock is not None else None
         for event in decoder.feed(chunk):
-            accumulator.add_event(event)
+            _add(accumulator, event, now)
+    now = clock() if clock is not None else None
     for event in decoder.close():
-        accumulator.add_event(event)
+        _add(accumulator, event, now)
     return accumulator.finish(unterminated=decoder.unterminated)
+
+
+def _add(accumulator: StreamAccumulator, event: SSEEvent, now: float | None) -> None:
+    result = accumulator.result
+    before = len(result.chunks)
+    accumulator.add_event(event)
+    if now is not None:
+        result.arrivals += [now] * (len(result.chunks) - before)

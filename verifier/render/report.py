@@ -9,6 +9,7 @@ from typing import Any
 from ..cases.corpus import Case
 from ..compare.families import ruling_text
 from ..outcome import Finding, Outcome, Status
+from .performance import performance_line
 
 MAX_FINDINGS_SHOWN = 8
 
@@ -91,6 +92,9 @@ def summary_lines(card: Mapping[str, Any]) -> list[str]:
     faults = faults_text(card.get("transcript", {}).get("faults") or {})
     if faults:
         lines.append(faults)
+    speed = performance_line(card.get("performance"))
+    if speed:
+        lines.append(speed)
     lines.append(f"overall: {card['verdict'].upper()}")
     return lines
 

@@ -12,6 +12,7 @@ from ..compare.measures import STATUSES, family_measure, interval_text
 from ..compare.model import Row, State
 from ..compare.provenance import profile_text, settings_text, timestamp, when_text
 from .markdown import code, code_block, escape, table
+from .performance import performance_markdown
 from .report import _interval as score_text
 from .report import budget_lines, faults_text
 
@@ -270,6 +271,7 @@ def render_scorecard_markdown(scorecard: dict[str, Any]) -> str:
     lines += [""] if faults or stopped else []
     for name, family in families.items():
         lines += _family_lines(name, family)
+    lines += performance_markdown(scorecard.get("performance"))
     lines += _gate(scorecard.get("gate"))
     lines += _worst(families)
     lines += _provenance(scorecard)

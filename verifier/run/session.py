@@ -27,6 +27,7 @@ from ..checks.parity import load_recording, recording_bytes
 from ..checks.registry import ParityContext, RunContext, repeats_for
 from ..config import PARITY, RunConfig, known_families, load_baseline, prepare_out_dir
 from ..endpoint.client import EndpointClient
+from ..endpoint.load import run_load
 from ..endpoint.probe import Capabilities, probe, probe_reference
 from ..endpoint.transcript import Transcript
 from ..errors import ConfigError, SigningError, VerifierError
@@ -37,6 +38,7 @@ from ..render.report import budget_lines, summary_lines
 from ..scorecard.build import TranscriptSummary, build_scorecard
 from ..scorecard.gate import load_thresholds
 from ..scorecard.gate import summary_lines as gate_lines
+from ..scorecard.performance import measure
 from ..scorecard.provenance import seen_in_transcript
 from .budget import Budget
 from .budget import summary as budget_summary
@@ -231,6 +233,10 @@ class VerifierSession:
             if not self.run.resume:
                 self.moved_previous = self.out.move_previous(keep_run=self.run_id)
             self.journal = Journal.create(self.out.journal, header)
+            if run.load:
+                # Before the cases, so that their traffic does not load the levels; a
+                # resumed run keeps the load probe of its first session.
+                run_load(self.client, self.capabilities.model, list(run.load), run.seed)
 
     def _use_profile(self, spec: str | None, chosen: str | None) -> None:
         """Load the profile `spec` (None: none), and the thresholds that depend on it."""
@@ -587,8 +593,10 @@ class VerifierSession:
         latest = contents.latest()
         sha, records = self.out.transcript_digest()
         transcript = self.out.transcript
-        seen = (
-            seen_in_transcript(transcript.read_bytes().splitlines()) if transcript.exists() else {}
+        lines = transcript.read_bytes().splitlines() if transcript.exists() else []
+        seen = seen_in_transcript(lines) if lines else {}
+        performance = measure(
+            lines, self.run.families, concurrency=self.run.concurrency, prices=self.run.prices
         )
         budget = None
         if self.budget is not None:
@@ -608,6 +616,7 @@ class VerifierSession:
             summarizers=FAMILIES.summarizers(),
             budget=budget,
             gate=self.gate,
+            performance=performance,
         )
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:

@@ -190,6 +190,7 @@ def build_scorecard(
     summarizers: Mapping[str, Summarize] | None = None,
     budget: Mapping[str, Any] | None = None,
     gate: tuple[Mapping[str, Mapping[str, Any]], str] | None = None,
+    performance: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The scorecard of a run, complete: built once, never edited after.
 
@@ -203,6 +204,7 @@ def build_scorecard(
         summarizers: each family's own sub-metrics function, by family name.
         budget: what ``--budget auto`` did (``run.budget.summary``), when it was on.
         gate: the gate's thresholds and their source, when ``--gate`` applies.
+        performance: speed and spend (``performance.measure``), when measured.
     """
     settings = header["settings"]
     typed = [CaseRecord.from_dict(record) for record in records.values()]
@@ -230,6 +232,7 @@ def build_scorecard(
         },
         **({"baseline": baseline_identity(baseline)} if baseline is not None else {}),
         **({"budget": dict(budget)} if budget is not None else {}),
+        **({"performance": dict(performance)} if performance is not None else {}),
     }
     if gate is not None:
         card["gate"] = evaluate(card, *gate)

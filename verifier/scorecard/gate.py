@@ -13,6 +13,8 @@ setting, overridden by a TOML file (``--gate-thresholds FILE``)::
     [tool_calling]
     min_pass_k = 0.9
     require = true         # an unsupported or missing family fails the gate
+    max_ttft_p90_ms = 800  # met when the p90's 95% interval lies below it
+    min_output_tps_p50 = 40
 
 A family that is inconclusive (too many transport errors, too few graded
 cases) fails the gate; it never passes it.
@@ -41,6 +43,9 @@ THRESHOLDS: dict[str, type[int] | tuple[type[int], type[float]]] = {
     "min_pass_k": (int, float),
     # The family must have run and been graded.
     "require": bool,
+    # Speed (the performance section): met only when the 95% interval's far bound is.
+    "max_ttft_p90_ms": (int, float),
+    "min_output_tps_p50": (int, float),
 }
 # Conformance by default: no failed check, few transport errors, enough cases to judge.
 # pass^k depends on the model as much as on the serving: set it from a reference run.
@@ -123,8 +128,40 @@ def _silent(family: Mapping[str, Any]) -> int:
     return sum(row.get("cases", 0) for row in family["metrics"].get("silent_acceptance", []))
 
 
-def family_gate(family: Mapping[str, Any] | None, limits: Mapping[str, Any]) -> dict[str, Any]:
-    """Which thresholds a family's scorecard entry misses (pure)."""
+def _speed_misses(
+    speed: Mapping[str, Any] | None, limits: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """The speed thresholds the family's performance figures do not meet (pure).
+
+    A threshold is met only when the whole 95% interval meets it: a TTFT p90 whose upper
+    bound is below the limit, a decode rate p50 whose lower bound is above it. Too few
+    streamed requests to bound the figure is a miss, said so.
+    """
+    missed = []
+    for threshold, figure, name, side in (
+        ("max_ttft_p90_ms", "ttft_ms", "p90", 1),
+        ("min_output_tps_p50", "output_tokens_per_second", "p50", 0),
+    ):
+        if threshold not in limits:
+            continue
+        limit = limits[threshold]
+        found = (speed or {}).get(figure)
+        if not found:
+            missed.append({"threshold": threshold, "limit": limit, "actual": "no streamed answer"})
+            continue
+        value, bound = found[name]["value"], found[name]["interval"][side]
+        actual = {"value": value, "interval": found[name]["interval"], "n": found["n"]}
+        if bound is None or (bound > limit if side else bound < limit):
+            missed.append({"threshold": threshold, "limit": limit, "actual": actual})
+    return missed
+
+
+def family_gate(
+    family: Mapping[str, Any] | None,
+    limits: Mapping[str, Any],
+    speed: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Which thresholds a family's scorecard entry (and its performance figures) misses (pure)."""
     missed: list[dict[str, Any]] = []
 
     def miss(threshold: str, limit: Any, actual: Any) -> None:
@@ -161,6 +198,7 @@ def family_gate(family: Mapping[str, Any] | None, limits: Mapping[str, Any]) -> 
         rate = pass_k.get("rate") if isinstance(pass_k, Mapping) else None
         if rate is None or rate < limits["min_pass_k"]:
             miss("min_pass_k", limits["min_pass_k"], rate)
+    missed += _speed_misses(speed, limits)
     return {"gated": True, "passed": not missed, "missed": missed}
 
 
@@ -169,8 +207,9 @@ def evaluate(
 ) -> dict[str, Any]:
     """The gate's verdict on a scorecard: passed only when every family meets its thresholds."""
     ran = scorecard["families"]
+    speeds = (scorecard.get("performance") or {}).get("families") or {}
     families = {
-        name: family_gate(ran.get(name), limits)
+        name: family_gate(ran.get(name), limits, speeds.get(name))
         for name, limits in thresholds.items()
         if name in ran or name in scorecard["settings"]["families"] or limits.get("require")
     }
@@ -187,9 +226,14 @@ def summary_lines(gate: Mapping[str, Any]) -> list[str]:
     lines = [f"gate ({gate['source']}): {'PASS' if gate['passed'] else 'FAIL'}"]
     for name, result in gate["families"].items():
         for missed in result["missed"]:
+            actual = missed["actual"]
+            if isinstance(actual, Mapping):
+                low, high = ("unbounded" if b is None else b for b in actual["interval"])
+                actual = f"{actual['value']}, 95% interval [{low}, {high}] over {actual['n']}"
+            else:
+                actual = repr(actual)
             lines.append(
-                f"  {name}: {missed['threshold']} {missed['limit']!r} missed "
-                f"(actual {missed['actual']!r})"
+                f"  {name}: {missed['threshold']} {missed['limit']!r} missed (actual {actual})"
             )
         if not result["gated"] and result["passed"]:
             lines.append(f"  {name}: not gated (unsupported or not run)")

@@ -53,6 +53,7 @@ from .defects import (
 from .distribution import Perturbation, PromptMemory, prompt_digest
 from .faults import InFlight, choose_fault
 from .model import MODEL_ID, Path, ToyPath, respond
+from .pace import Pace, tokens_in
 from .prompt import PromptPath
 from .validation import Policy, Rejection, request_problem, with_declared_tools
 
@@ -92,6 +93,7 @@ class SimulatorServer(ThreadingHTTPServer):
         logit_noise: the standard deviation of the noise on every logit of every answer, drawn
             anew for each request, as batch-dependent kernels give (0: none). The text is
             unchanged; only the logprobs move.
+        pace: the time to first token and between tokens (see :mod:`.pace`).
     """
 
     daemon_threads = True
@@ -111,6 +113,7 @@ class SimulatorServer(ThreadingHTTPServer):
         served_model: str = MODEL_ID,
         fault_seed: int = 0,
         logit_noise: float = 0.0,
+        pace: Pace | None = None,
     ) -> None:
         self.path_model: Path = PromptPath(profile, defects) if profile else ToyPath(defects)
         super().__init__(address, Handler)
@@ -122,6 +125,7 @@ class SimulatorServer(ThreadingHTTPServer):
         self.policy = Policy.of(profile, defects, vision=vision, model=served_model)
         self.fault_seed = fault_seed
         self.logit_noise = logit_noise
+        self.pace = pace or Pace()
         self.in_flight = InFlight()
         # The prompts answered so far, for kv-cache-divergence's warm cache.
         self.prompts = PromptMemory()
@@ -358,11 +362,14 @@ class Handler(BaseHTTPRequestHandler):
         if stream:
             events = stream_events(request, reply, number, defects, path, perturbation)
             if fault is None:
-                self._stream(events)
+                self._stream(events, number)
             else:
                 self._stream_cut(events, reset=fault == FAULT_RESET)
             return
         body = completion_body(request, reply, number, defects, path, perturbation)
+        if server.pace.paced:
+            made = body["usage"]["completion_tokens"]
+            time.sleep(sum(server.pace.waits(number, made if isinstance(made, int) else 1)))
         if request.get("return_token_ids") and server.tokenizer_api == "vllm":
             assert isinstance(path, PromptPath)
             body["prompt_token_ids"] = path.prompt_ids(request)
@@ -490,9 +497,15 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
 
-    def _stream(self, events: list[bytes]) -> None:
+    def _stream(self, events: list[bytes], number: int) -> None:
+        """Send the stream's events, each token's after the vendor's pace lets it come."""
         self._stream_headers()
-        for event in events:
+        pace = self.server.pace
+        tokens = [tokens_in(event) for event in events] if pace.paced else [0] * len(events)
+        waits = iter(pace.waits(number, sum(tokens)))
+        for event, count in zip(events, tokens, strict=True):
+            if count:
+                time.sleep(sum(next(waits) for _ in range(count)))
             self._chunk(event)
         self._chunk(b"")
 

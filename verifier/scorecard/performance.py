@@ -1,0 +1,265 @@
+"""Speed and spend, from the transcript: what each family's requests took and cost (pure).
+
+Every attempt the client made is a transcript record with its latency, and an answered one
+with when its headers and (streamed) each chunk arrived (``timing``, see
+:func:`verifier.endpoint.client.timing_record`). From those:
+
+- **time to first token** (TTFT): a streamed answer's first chunk that carries a token
+  (content, reasoning or a tool call's piece); the first reasoning token's time apart.
+  Non-stream answers give no TTFT (their first byte is their last);
+- **inter-token latency**: the gaps between consecutive token-carrying chunks of a stream;
+- **output tokens/s**: a stream's decode rate, ``(completion_tokens - 1)`` over the time from
+  its first to its last token (``usage``, else one token a chunk);
+- **end-to-end latency** of every answered request;
+- **error and retry rates**: requests whose last attempt was still a fault, attempts that
+  were retried;
+- **tokens spent** (prompt, cached prompt, completion, reasoning) from every answer's
+  ``usage``, and their cost at ``--price``;
+- with ``--load``, the same per concurrency level of the load probe, with the level's
+  throughput (completion tokens over the level's span) and the knee (:func:`load_curve`).
+  The load probe's requests count in no family and not in the overall figures.
+
+Percentiles are nearest-rank with a distribution-free 95% interval
+(:func:`verifier.stats.quantile_interval`). The figures hold at the run's concurrency and
+corpus only; the reference deployment's requests (``target: reference``) are not counted.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from ..stats import quantile_interval, rate
+
+QUANTILES = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))
+TOKEN_FIELDS = ("content", "reasoning_content", "reasoning", "tool_calls")
+# The load probe's transcript labels (verifier.endpoint.load): ``load/c32#7``.
+LOAD = "load"
+
+
+def _carries_token(chunk: Any) -> bool:
+    if not isinstance(chunk, dict):
+        return False
+    return any(
+        isinstance(c, dict) and any((c.get("delta") or {}).get(f) for f in TOKEN_FIELDS)
+        for c in chunk.get("choices") or ()
+    )
+
+
+def _reasoning(chunk: Any) -> bool:
+    return isinstance(chunk, dict) and any(
+        isinstance(c, dict)
+        and any((c.get("delta") or {}).get(f) for f in ("reasoning_content", "reasoning"))
+        for c in chunk.get("choices") or ()
+    )
+
+
+def _usage(record: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    response = record.get("response")
+    answers = response if isinstance(response, list) else [response]
+    for answer in reversed(answers):
+        usage = answer.get("usage") if isinstance(answer, dict) else None
+        if isinstance(usage, dict):
+            return usage
+    return None
+
+
+def _count(usage: Mapping[str, Any] | None, *path: str) -> int:
+    value: Any = usage
+    for key in path:
+        value = value.get(key) if isinstance(value, Mapping) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+class _Family:
+    """The figures of one family's requests as they are read."""
+
+    def __init__(self) -> None:
+        self.attempts = 0
+        self.retried = 0
+        self.gave_up = 0
+        self.ttft: list[float] = []
+        self.first_reasoning: list[float] = []
+        self.gaps: list[float] = []
+        self.tps: list[float] = []
+        self.e2e: list[float] = []
+        self.tokens = dict.fromkeys(("prompt", "cached", "completion", "reasoning"), 0)
+        # When the first attempt started and the last ended (epoch seconds).
+        self.span: list[float] = []
+
+    def add(self, record: Mapping[str, Any]) -> None:
+        self.attempts += 1
+        _extend(self.span, record)
+        if record.get("retry"):
+            self.retried += 1
+        elif record.get("fault"):
+            self.gave_up += 1
+        status = record.get("status")
+        if not isinstance(status, int) or not 200 <= status < 300 or record.get("fault"):
+            return
+        if isinstance(record.get("latency_ms"), int | float):
+            self.e2e.append(float(record["latency_ms"]))
+        usage = _usage(record)
+        self.tokens["prompt"] += _count(usage, "prompt_tokens")
+        self.tokens["cached"] += _count(usage, "prompt_tokens_details", "cached_tokens")
+        self.tokens["completion"] += _count(usage, "completion_tokens")
+        self.tokens["reasoning"] += _count(usage, "completion_tokens_details", "reasoning_tokens")
+        timing = record.get("timing") or {}
+        chunks, arrivals = record.get("response"), timing.get("arrivals_ms")
+        if record.get("stream") and isinstance(chunks, list) and isinstance(arrivals, list):
+            self._stream(chunks, arrivals, _count(usage, "completion_tokens"))
+
+    def _stream(self, chunks: Sequence[Any], arrivals: Sequence[float], completion: int) -> None:
+        times = [t for c, t in zip(chunks, arrivals, strict=False) if _carries_token(c)]
+        if not times:
+            return
+        self.ttft.append(times[0])
+        reasoning = [t for c, t in zip(chunks, arrivals, strict=False) if _reasoning(c)]
+        if reasoning:
+            self.first_reasoning.append(reasoning[0])
+        self.gaps += [b - a for a, b in zip(times, times[1:], strict=False)]
+        tokens = completion or len(times)
+        if tokens > 1 and times[-1] > times[0]:
+            self.tps.append((tokens - 1) / ((times[-1] - times[0]) / 1000))
+
+    def merge(self, other: _Family) -> None:
+        for name in ("attempts", "retried", "gave_up"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for name in ("ttft", "first_reasoning", "gaps", "tps", "e2e"):
+            getattr(self, name).extend(getattr(other, name))
+        for key, value in other.tokens.items():
+            self.tokens[key] += value
+
+    def summary(self, prices: Mapping[str, float] | None) -> dict[str, Any]:
+        requests = self.attempts - self.retried
+        found: dict[str, Any] = {
+            "requests": requests,
+            "streamed": len(self.ttft),
+            "ttft_ms": _quantiles(self.ttft),
+            "first_reasoning_ms": _quantiles(self.first_reasoning),
+            "inter_token_ms": _quantiles(self.gaps),
+            "output_tokens_per_second": _quantiles(self.tps),
+            "e2e_ms": _quantiles(self.e2e),
+            "error_rate": rate(self.gave_up, requests),
+            "retry_rate": rate(self.retried, self.attempts),
+            "tokens": dict(self.tokens),
+        }
+        if prices is not None:
+            found["cost_usd"] = cost(self.tokens, prices)
+        return found
+
+
+def _extend(span: list[float], record: Mapping[str, Any]) -> None:
+    """Widen `span` ([first start, last end]) to take in the attempt `record`."""
+    try:
+        start = datetime.fromisoformat(str(record.get("time"))).timestamp()
+    except ValueError:
+        return
+    latency = record.get("latency_ms")
+    end = start + (float(latency) / 1000 if isinstance(latency, int | float) else 0.0)
+    if not span:
+        span.extend((start, end))
+    else:
+        span[0], span[1] = min(span[0], start), max(span[1], end)
+
+
+def load_curve(levels: Mapping[int, _Family]) -> dict[str, Any]:
+    """The load probe's figures per concurrency level, and the knee where latency rises.
+
+    The knee is the first level whose TTFT p50 is more than twice the lowest level's (None
+    when none is, or a level has no TTFT).
+    """
+    rows = []
+    for level in sorted(levels):
+        figures = levels[level]
+        row = {"concurrency": level, **figures.summary(None)}
+        span = figures.span[1] - figures.span[0] if figures.span else 0.0
+        row["throughput_tokens_per_second"] = (
+            round(figures.tokens["completion"] / span, 2) if span > 0 else None
+        )
+        rows.append(row)
+    knee = None
+    if rows and all(r["ttft_ms"] for r in rows):
+        ttfts = [float(r["ttft_ms"]["p50"]["value"]) for r in rows]
+        knee = next(
+            (r["concurrency"] for r, t in zip(rows, ttfts, strict=True) if t > 2 * ttfts[0]), None
+        )
+    return {
+        "levels": rows,
+        "knee": knee,
+        "knee_rule": "the first level whose TTFT p50 is more than twice the lowest level's",
+    }
+
+
+def _quantiles(values: Sequence[float]) -> dict[str, Any] | None:
+    """p50, p90 and p99 of `values`, each with its interval; None for none."""
+    if not values:
+        return None
+    found: dict[str, Any] = {"n": len(values)}
+    for name, q in QUANTILES:
+        point, low, high = quantile_interval(values, q) or (None, None, None)
+        found[name] = {"value": _round(point), "interval": [_round(low), _round(high)]}
+    return found
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)
+
+
+def cost(tokens: Mapping[str, int], prices: Mapping[str, float]) -> float:
+    """What `tokens` cost at `prices` (USD per million): cached prompt tokens at their price."""
+    cached = tokens["cached"] if "cached" in prices else 0
+    spent = (
+        (tokens["prompt"] - cached) * prices["input"]
+        + cached * prices.get("cached", 0.0)
+        + tokens["completion"] * prices["output"]
+    )
+    return round(spent / 1e6, 6)
+
+
+def measure(
+    lines: Iterable[bytes],
+    families: Sequence[str],
+    *,
+    concurrency: int,
+    prices: Mapping[str, float] | None = None,
+) -> dict[str, Any]:
+    """The performance section: per family and overall (see the module).
+
+    Args:
+        lines: the transcript's lines (one JSON record each; others are skipped).
+        families: the run's families; the probe's requests count in the overall figures.
+        concurrency: the cases in flight at once per process (the figures hold at it).
+        prices: USD per million tokens, when given.
+    """
+    by_family: dict[str, _Family] = defaultdict(_Family)
+    by_level: dict[int, _Family] = defaultdict(_Family)
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            continue
+        if not isinstance(record, dict) or record.get("target") == "reference":
+            continue
+        family, _, rest = str(record.get("label", "")).partition("/")
+        if family == LOAD and rest.startswith("c"):
+            by_level[int(rest[1:].split("#", 1)[0])].add(record)
+            continue
+        by_family[family].add(record)
+    overall = _Family()
+    for figures in by_family.values():
+        overall.merge(figures)
+    section: dict[str, Any] = {
+        "concurrency": concurrency,
+        "comparable": "only with runs of the same corpus at the same concurrency",
+        "overall": overall.summary(prices),
+        "families": {n: by_family[n].summary(prices) for n in families if n in by_family},
+    }
+    if by_level:
+        section["load"] = load_curve(by_level)
+    if prices is not None:
+        section["prices_usd_per_mtok"] = dict(prices)
+    return section
