@@ -353,10 +353,13 @@ def realserver_run(
         if name not in runs:
             out = tmp_path_factory.mktemp(f"realserver-{name}") / "out"
             families = () if name in TEXT_SERVERS else ("--families", "vision")
+            # The stock process also takes the load probe (16 short answers).
+            load = ("--load", "1,4") if name == "stock" else ()
             runs[name] = verify(
                 llama_server(name).url,
                 out,
                 *("--repeats", "tool_calling=3", "--profile", KIMI_VISION_PROFILE, *families),
+                *load,
                 timeout=1800,
             )
         return runs[name]

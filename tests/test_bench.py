@@ -143,3 +143,12 @@ def test_parity_sampling() -> None:
     for row in rows.values():
         assert row["different"] + row["same"] + row["undecided"] == pytest.approx(1.0)
         assert row["requests"] == record["prompts"] * 40
+
+
+def test_performance() -> None:
+    record = bench(
+        "performance", "--ttft-ms", "20", "--tokens-per-second", "400", "--levels", "1,2"
+    )
+    assert record["told"] == {"ttft_ms": 20.0, "tokens_per_second": 400.0}
+    assert [level["concurrency"] for level in record["levels"]] == [1, 2]
+    assert record["wire"]["streamed"] > 0

@@ -69,7 +69,10 @@ class Dom(HTMLParser):
         self.svg_titles = 0
         self.error_bars = 0
         self.banners: list[str] = []
+        self.sections: list[str] = []
+        self.chart_titles: list[str] = []
         self._text: list[str] | None = None
+        self._title: list[str] | None = None
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         attributes = {k: v or "" for k, v in attrs}
@@ -79,6 +82,9 @@ class Dom(HTMLParser):
             self.svgs += 1
         elif tag == "title" and len(self.open) > 1 and self.open[-2][0] == "svg":
             self.svg_titles += 1
+            self._title = []
+        elif tag == "section":
+            self.sections.append(attributes.get("id", ""))
         elif tag == "g" and "error-bar" in classes:
             self.error_bars += 1
         elif tag == "div" and "banner" in classes:
@@ -91,6 +97,9 @@ class Dom(HTMLParser):
             name, attributes = self.open.pop()
             if name == tag:
                 break
+        if tag == "title" and self._title is not None:
+            self.chart_titles.append("".join(self._title).strip())
+            self._title = None
         if tag == "th" and self._text is not None:
             text = "".join(self._text).strip()
             target = self.row_headers if attributes.get("scope") == "row" else self.col_headers
@@ -100,6 +109,8 @@ class Dom(HTMLParser):
     def handle_data(self, data: str) -> None:
         if self._text is not None:
             self._text.append(data)
+        if self._title is not None:
+            self._title.append(data)
 
     def _in_overview(self) -> bool:
         return any(
@@ -175,6 +186,13 @@ def test_comparison_page_in_headless_chromium(
     assert len(colours) >= 8, "the screenshot is (nearly) blank"
     # The worse structured_output cell is drawn in its own colour (besides its marker).
     assert (255, 184, 176) in {c for _, c in colours} or (255, 228, 225) in {c for _, c in colours}
+    # Speed and spend: a section with its charts; the failing vendor's speed is not ranked.
+    assert "family-performance" in dom.sections
+    assert {
+        "performance: TTFT p50 ms (lower is better)",
+        "performance: output tokens/s p50 (higher is better)",
+    } <= set(dom.chart_titles)
+    assert "(verdict fail: not ranked)" in page.read_text()
 
     # A run with other settings: the page says loudly that it is not comparable.
     other = run_verifier(simulator(), *RUN_ARGS, "--repeats", "2")

@@ -32,6 +32,7 @@ from verifier import resources
 from verifier.cases.corpus import load_corpus
 from verifier.config import DEFAULT_FAMILIES
 from verifier.reference.profiles import load_profile
+from verifier.scorecard.gate import evaluate
 
 # The suite runs with --dist loadfile, so every test here shares one worker and its servers.
 pytestmark = [pytest.mark.realserver, pytest.mark.slow]
@@ -67,6 +68,38 @@ def test_the_tiny_model_answers_as_designed(llama_server: Server, name: str) -> 
     assert answer["choices"][0]["message"]["content"] == "Hello!"  # type: ignore[index]
     assert answer["usage"]["prompt_tokens"] == 32  # type: ignore[index]
     assert answer["usage"]["completion_tokens"] == 3  # type: ignore[index]
+
+
+@pytest.mark.parametrize("name", TEXT_SERVERS)
+def test_the_performance_section_is_present_and_plausible(
+    realserver_run: SuiteRun, name: str
+) -> None:
+    """Positive figures in order (p50 <= p90 <= p99) for the whole run and each family that
+    streamed; error and retry counts that are the transcript's; the stock run's load probe
+    has both levels; and the gate fails this server on a TTFT it cannot meet (1 ms), and
+    passes it on a decode rate it can (0.1 token/s)."""
+    card = realserver_run(name).scorecard
+    performance = card["performance"]
+    streamed = {n: f for n, f in performance["families"].items() if f["streamed"]}
+    assert {"tool_calling", "wire"} <= set(streamed)
+    for figures in [performance["overall"], *streamed.values()]:
+        for figure in ("ttft_ms", "inter_token_ms", "e2e_ms", "output_tokens_per_second"):
+            spread = [figures[figure][q]["value"] for q in ("p50", "p90", "p99")]
+            assert 0 < spread[0] <= spread[1] <= spread[2], figure
+        assert figures["tokens"]["prompt"] > 0 and figures["tokens"]["completion"] > 0
+    # Errors and retries are the transport faults the transcript counts (the 5xx answers to
+    # images without a projector, the resets: see the families' tests), nothing more.
+    faults = card["transcript"]["faults"]
+    overall = performance["overall"]
+    assert overall["error_rate"]["successes"] == faults["gave_up"]
+    assert overall["retry_rate"]["successes"] == faults["retried"]
+    if name == "stock":
+        levels = performance["load"]["levels"]
+        assert [(r["concurrency"], r["requests"]) for r in levels] == [(1, 8), (4, 8)]
+        assert all(r["throughput_tokens_per_second"] > 0 for r in levels)
+    limits = {"max_ttft_p90_ms": 1, "min_output_tps_p50": 0.1}
+    gate = evaluate(card, {"wire": limits}, "test")["families"]["wire"]
+    assert [m["threshold"] for m in gate["missed"]] == ["max_ttft_p90_ms"]
 
 
 @pytest.mark.parametrize("name", LLAMA_SERVERS)

@@ -21,6 +21,7 @@ from .model import (
     info_row,
     ranked_row,
 )
+from .performance import performance_view
 from .provenance import profile_text, setting_text, short_digest
 
 # Families whose cases are graded against the reference profile (--profile).
@@ -191,4 +192,5 @@ def build_comparison(inputs: Sequence[Input]) -> Comparison:
         families=tuple(family_view(name, cards, found) for name in families),
         differences=tuple(found),
         notes=tuple(notes(cards, names)),
+        performance=performance_view(cards),
     )

@@ -232,6 +232,13 @@ class Comparison:
     families: tuple[FamilyView, ...]
     differences: tuple[Difference, ...]
     notes: tuple[str, ...]
+    # Speed and spend (compare.performance), when a scorecard measured them.
+    performance: FamilyView | None = None
+
+    @property
+    def views(self) -> tuple[FamilyView, ...]:
+        """The families' sections, then speed and spend's."""
+        return self.families + ((self.performance,) if self.performance else ())
 
     @property
     def invalid(self) -> tuple[Vendor, ...]:

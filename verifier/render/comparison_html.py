@@ -24,7 +24,7 @@ from ..compare.model import (
 )
 from ..compare.provenance import PROVENANCE_COLUMNS, provenance_cells
 from . import text
-from .charts import Point, interval_chart
+from .charts import Point, axis_top, interval_chart
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 MESSAGE_LIMIT = 240
@@ -184,13 +184,13 @@ def _points(row: Row, vendors: Sequence[Vendor]) -> list[Point]:
 
 def _chart(ids: Iterator[int], title: str, row: Row, vendors: Sequence[Vendor]) -> str:
     better = "higher is better" if row.higher_is_better else "lower is better"
+    points = _points(row, vendors)
     description = (
-        f"{title}: each vendor's value as a point with its 95% Wilson interval as an error "
-        f"bar, on an axis from 0 to 1 ({better}); a triangle marks a vendor worse than the best"
+        f"{title}: each vendor's value as a point with its 95% interval as an error bar, on "
+        f"an axis from 0 to {axis_top(points):g} ({better}); a triangle marks a vendor worse "
+        "than the best"
     )
-    chart = interval_chart(
-        f"chart-{next(ids)}", f"{title} ({better})", description, _points(row, vendors)
-    )
+    chart = interval_chart(f"chart-{next(ids)}", f"{title} ({better})", description, points)
     return f"<figure>{chart}</figure>"
 
 
@@ -279,7 +279,7 @@ def _contents(comparison: Comparison) -> str:
     links = [
         '<a href="#overview">families side by side</a>',
         '<a href="#scores">score charts</a>',
-        *(f'<a href="#family-{escape(f.name)}">{escape(f.name)}</a>' for f in comparison.families),
+        *(f'<a href="#family-{escape(f.name)}">{escape(f.name)}</a>' for f in comparison.views),
         '<a href="#inputs">inputs</a>',
     ]
     return f'<nav aria-label="contents"><p>{" · ".join(links)}</p></nav>'
@@ -303,11 +303,7 @@ def render_comparison_html(comparison: Comparison) -> str:
         "<main>",
         *_overview(comparison),
         *_scores(comparison, ids),
-        *(
-            part
-            for family in comparison.families
-            for part in _family(family, comparison.vendors, ids)
-        ),
+        *(part for family in comparison.views for part in _family(family, comparison.vendors, ids)),
         *_inputs(comparison),
         "</main></body></html>",
     ]

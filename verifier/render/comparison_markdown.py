@@ -130,7 +130,7 @@ def _inputs(comparison: Comparison) -> list[str]:
 def render_comparison_markdown(comparison: Comparison) -> str:
     """The whole comparison as one Markdown document."""
     lines = _top(comparison) + _overview(comparison)
-    for family in comparison.families:
+    for family in comparison.views:
         lines += _family(family, comparison.vendors)
     lines += _inputs(comparison)
     return "\n".join(lines).rstrip("\n") + "\n"

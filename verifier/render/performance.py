@@ -82,7 +82,7 @@ def performance_markdown(section: Mapping[str, Any] | None) -> list[str]:
         "",
         f"Measured at concurrency {section['concurrency']} per process: comparable "
         f"{escape(section['comparable'])}. TTFT and decode rates come from streamed answers; "
-        "\"all\" counts the probe's requests too.",
+        '"all" counts the probe\'s requests too.',
         "",
         table(
             HEADERS,
