@@ -190,6 +190,18 @@ def test_another_reference_makes_only_parity_incomparable() -> None:
     assert view(comparison, "wire").comparable
 
 
+def test_another_parity_method_affects_parity_only_and_a_load_probe_nothing() -> None:
+    families = {"wire": family(), "parity": family()}
+    a = scorecard(families=families)
+    b = scorecard("http://vendor-b.test/v1", families=families)
+    b["settings"]["parity_method"] = "sampling"
+    b["settings"]["load"] = [1, 8]
+    comparison = compare(a, b)
+    [difference] = comparison.differences
+    assert (difference.aspect, difference.families) == ("settings: parity_method", ("parity",))
+    assert view(comparison, "wire").comparable
+
+
 def test_incomparable_version_settings_and_families() -> None:
     a = scorecard(families={"wire": family(), "vision": family()})
     b = scorecard(

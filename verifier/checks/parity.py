@@ -551,7 +551,9 @@ def _samples(
         if not result.ok:
             return rejected(f"{prefix}sampling", result, {"requests": i + 1})
         broken = unreadable_findings(result, name)
-        if broken or result.choice is None:
+        if not broken and result.choice is None:
+            broken = [Finding("malformed_response", "the answer has no choice", "$.choices")]
+        if broken:
             return Outcome.from_findings(broken, metrics={"requests": i + 1})
         found.append(first_token(result))
     return found

@@ -27,8 +27,9 @@ from .provenance import profile_text, setting_text, short_digest
 # Families whose cases are graded against the reference profile (--profile).
 PROFILE_FAMILIES = ("chat_template", "tokenizer", "vision", "wire")
 # Settings that are naturally per vendor: --model names the vendor's own model id.
-# Settings that may differ without making outcomes differ (how fast, how TLS was checked).
-PER_VENDOR_SETTINGS = frozenset({"model", "concurrency", "insecure"})
+# Settings that may differ without making outcomes differ (how fast, how TLS was checked,
+# whether a load probe ran first: the performance section marks its own comparability).
+PER_VENDOR_SETTINGS = frozenset({"model", "concurrency", "insecure", "load"})
 # Worst failures shown per vendor and family.
 SHOWN_FAILURES = 3
 
@@ -99,9 +100,9 @@ def differences(cards: Sequence[Mapping[str, Any]], families: Sequence[str]) -> 
             differ("families run", [", ".join(r) or "none" for r in ran], affected)
         elif key == "generated":
             differ("generated cases", [setting_text(v) for v in values], ["structured_output"])
-        elif key == "reference":
-            # Only parity asks the reference; the others never see it.
-            differ("settings: reference", [setting_text(v) for v in values], ["parity"])
+        elif key in ("reference", "parity_method"):
+            # Only parity asks the reference, and compares by a method; the others never do.
+            differ(f"settings: {key}", [setting_text(v) for v in values], ["parity"])
         else:
             differ(f"settings: {key}", [setting_text(v) for v in values], everything)
     differ(
