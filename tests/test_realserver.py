@@ -87,12 +87,14 @@ def test_the_performance_section_is_present_and_plausible(
             spread = [figures[figure][q]["value"] for q in ("p50", "p90", "p99")]
             assert 0 < spread[0] <= spread[1] <= spread[2], figure
         assert figures["tokens"]["prompt"] > 0 and figures["tokens"]["completion"] > 0
-    # Errors and retries are the transport faults the transcript counts (the 5xx answers to
-    # images without a projector, the resets: see the families' tests), nothing more.
+    # Errors and retries, the whole run's and the load probe's levels', are the transport
+    # faults the transcript counts (the 5xx answers to images without a projector; resets of
+    # a kept-alive connection that llama-server closed after a stream, retried at once), and
+    # nothing more.
     faults = card["transcript"]["faults"]
-    overall = performance["overall"]
-    assert overall["error_rate"]["successes"] == faults["gave_up"]
-    assert overall["retry_rate"]["successes"] == faults["retried"]
+    counted = [performance["overall"], *performance.get("load", {}).get("levels", [])]
+    assert sum(f["error_rate"]["successes"] for f in counted) == faults["gave_up"]
+    assert sum(f["retry_rate"]["successes"] for f in counted) == faults["retried"]
     if name == "stock":
         levels = performance["load"]["levels"]
         assert [(r["concurrency"], r["requests"]) for r in levels] == [(1, 8), (4, 8)]
