@@ -33,7 +33,7 @@ from verifier.errors import (
 )
 from verifier.protocol.answers import parse_completion
 from verifier.render.report import summary_lines
-from verifier.scorecard.provenance import seen_in_transcript
+from verifier.scorecard.provenance import endpoint_records, seen_in_transcript
 from verifier.simulator import defects as defects_module
 from verifier.simulator.defects import (
     CATALOGUE,
@@ -377,7 +377,9 @@ def test_a_fault_that_outlives_the_retries_is_an_endpoint_error_recorded_by_kind
         # What came before the break is kept as evidence, with the status that came.
         assert records[0]["status"] == 200 and records[0]["response"]
     assert KEY not in (tmp_path / "t.jsonl").read_text()
-    faults = seen_in_transcript((tmp_path / "t.jsonl").read_bytes().splitlines())["faults"]
+    faults = seen_in_transcript(endpoint_records((tmp_path / "t.jsonl").read_bytes().splitlines()))[
+        "faults"
+    ]
     assert (faults[kind], faults["retried"], faults["gave_up"]) == (3, 2, 1)
     client.close()
 
@@ -392,7 +394,9 @@ def test_faults_at_a_rate_are_retried_into_the_clean_answer(vendor: Vendor, tmp_
         got = client.chat(REQUEST, stream=n % 2 == 1)
         assert got.choice and want.choice and got.choice.content == want.choice.content
         assert got.usage == want.usage and not got.problems
-    faults = seen_in_transcript((tmp_path / "t.jsonl").read_bytes().splitlines())["faults"]
+    faults = seen_in_transcript(endpoint_records((tmp_path / "t.jsonl").read_bytes().splitlines()))[
+        "faults"
+    ]
     assert sum(faults[name] > 0 for name in FAULT_KINDS) >= 3
     assert faults["retried"] > 0 and faults["gave_up"] == 0
 

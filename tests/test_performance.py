@@ -17,6 +17,7 @@ from verifier.config import levels, prices
 from verifier.render.performance import performance_line, performance_markdown
 from verifier.scorecard.gate import family_gate, summary_lines
 from verifier.scorecard.performance import cost, measure
+from verifier.scorecard.provenance import endpoint_records
 from verifier.simulator.pace import Pace, tokens_in
 from verifier.stats import quantile_interval
 
@@ -47,6 +48,7 @@ def chunk(**delta: Any) -> dict[str, Any]:
 
 
 def streamed(label: str, arrivals: list[float], usage: dict[str, Any], **extra: Any) -> bytes:
+    """A streamed attempt's record: a role chunk at arrivals[0], a token chunk at each next."""
     chunks = [chunk(role="assistant", content="")]
     chunks += [chunk(content="x") for _ in arrivals[1:]]
     chunks.append({"choices": [], "usage": usage})
@@ -58,7 +60,7 @@ def streamed(label: str, arrivals: list[float], usage: dict[str, Any], **extra: 
             "status": 200,
             "latency_ms": arrivals[-1] + 5,
             "response": chunks,
-            "timing": {"first_byte_ms": 1.0, "arrivals_ms": [0.5, *arrivals[1:], arrivals[-1]]},
+            "timing": {"first_byte_ms": 1.0, "tokens_ms": arrivals[1:]},
             "fault": None,
             "retry": False,
             **extra,
@@ -76,7 +78,7 @@ USAGE = {
 def test_ttft_gaps_and_the_decode_rate_come_from_the_token_chunks() -> None:
     # Tokens at 300, 320, 340, 360, 380 ms: a role chunk first carries none.
     line = streamed("wire/a#stream", [0.0, 300.0, 320.0, 340.0, 360.0, 380.0], USAGE)
-    section = measure([line], ["wire"], concurrency=1)
+    section = measure(endpoint_records([line]), ["wire"], concurrency=1)
     wire = section["families"]["wire"]
     assert wire["ttft_ms"]["p50"]["value"] == 300.0
     assert wire["inter_token_ms"]["p50"]["value"] == 20.0
@@ -95,7 +97,11 @@ def test_faults_retries_the_reference_and_garbage_lines_are_counted_as_they_are(
         {"label": "wire/b#1", "status": 500, "fault": "http_5xx", "retry": False, "latency_ms": 3}
     ).encode()
     reference = streamed("parity/p#reference-first", [0.0, 5.0], USAGE, target="reference")
-    wire = measure([ok, retried, gave_up, reference, b"{torn"], ["wire", "parity"], concurrency=2)
+    wire = measure(
+        endpoint_records([ok, retried, gave_up, reference, b"{torn"]),
+        ["wire", "parity"],
+        concurrency=2,
+    )
     figures = wire["families"]["wire"]
     assert (figures["requests"], figures["error_rate"]["successes"]) == (2, 1)
     assert (figures["retry_rate"]["successes"], figures["retry_rate"]["trials"]) == (1, 3)
@@ -107,7 +113,7 @@ def test_cost_charges_cached_prompt_tokens_at_their_price_when_one_is_given() ->
     assert cost(tokens, {"input": 1.0, "output": 2.0}) == 1.2
     assert cost(tokens, {"input": 1.0, "output": 2.0, "cached": 0.25}) == 0.9
     section = measure(
-        [streamed("wire/a#s", [0.0, 1.0], USAGE)],
+        endpoint_records([streamed("wire/a#s", [0.0, 1.0], USAGE)]),
         ["wire"],
         concurrency=1,
         prices={"input": 1.0, "output": 2.0},
@@ -122,12 +128,14 @@ def test_the_load_curve_has_a_row_per_level_and_a_knee_where_ttft_doubles() -> N
         for level, ttft in ((1, 100.0), (8, 150.0), (32, 450.0))
         for n in range(3)
     ]
-    load = measure(lines, ["wire"], concurrency=1)["load"]
+    load = measure(endpoint_records(lines), ["wire"], concurrency=1)["load"]
     assert [r["concurrency"] for r in load["levels"]] == [1, 8, 32]
     assert [r["ttft_ms"]["p50"]["value"] for r in load["levels"]] == [100.0, 150.0, 450.0]
     assert load["knee"] == 32
     assert all(r["throughput_tokens_per_second"] for r in load["levels"])
-    markdown = "\n".join(performance_markdown(measure(lines, ["wire"], concurrency=1)))
+    markdown = "\n".join(
+        performance_markdown(measure(endpoint_records(lines), ["wire"], concurrency=1))
+    )
     assert "### Load probe" in markdown and "Knee: concurrency 32" in markdown
 
 
@@ -191,7 +199,7 @@ def test_the_terminal_line_names_speed_tokens_cost_and_knee() -> None:
     lines = [streamed("load/c1#1", [0.0, 100.0, 120.0], USAGE)]
     lines.append(streamed("wire/a#s", [0.0, 300.0, 320.0], USAGE))
     line = performance_line(
-        measure(lines, ["wire"], concurrency=4, prices={"input": 1, "output": 1})
+        measure(endpoint_records(lines), ["wire"], concurrency=4, prices={"input": 1, "output": 1})
     )
     assert line == (
         "performance at concurrency 4: TTFT p50 300 ms, 200.0 tok/s p50, 100 prompt + 5 "

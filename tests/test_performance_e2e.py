@@ -53,7 +53,15 @@ def test_a_paced_vendor_gets_a_performance_section_a_load_curve_and_a_speed_gate
     assert "performance at concurrency 1: TTFT p50" in run.stdout
     markdown = (run.out / "scorecard.md").read_text()
     assert "## Performance" in markdown and "### Load probe" in markdown
-    # Every streamed answer in the transcript says when each of its chunks arrived.
+    # Every streamed answer in the transcript says when each of its token chunks arrived.
     records = [json.loads(line) for line in (run.out / "transcript.jsonl").open()]
     streams = [r for r in records if r.get("stream") and r.get("status") == 200]
-    assert streams and all(len(r["timing"]["arrivals_ms"]) == len(r["response"]) for r in streams)
+
+    def tokens(chunks: list[dict[str, object]]) -> int:
+        fields = ("content", "reasoning_content", "tool_calls")
+        return sum(
+            any(any((c.get("delta") or {}).get(f) for f in fields) for c in k.get("choices", []))
+            for k in chunks
+        )
+
+    assert streams and all(len(r["timing"]["tokens_ms"]) == tokens(r["response"]) for r in streams)

@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import VerifierRun, fake_key
 from verifier.checks.common import agreement
 from verifier.endpoint.probe import identifying_headers
-from verifier.scorecard.provenance import seen_in_transcript
+from verifier.scorecard.provenance import endpoint_records, seen_in_transcript
 
 Run = Callable[..., VerifierRun]
 Start = Callable[..., str]
@@ -29,7 +29,7 @@ def test_served_models_and_fingerprints_are_counted_over_every_answer() -> None:
         line(None),
         b'{"torn": ',
     ]
-    seen = seen_in_transcript(lines)
+    seen = seen_in_transcript(endpoint_records(lines))
     assert seen["served_models"] == {"m": 3}
     assert seen["system_fingerprints"] == {"fp_a": 1, "fp_b": 1}
     assert not any(seen["faults"].values())

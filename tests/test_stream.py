@@ -307,3 +307,27 @@ def test_tool_arguments_reassemble_whatever_the_split(
 def test_arbitrary_bytes_never_raise(data: bytes, cuts: list[int]) -> None:
     result = run(data, cuts)
     assert isinstance(result.problems, list)
+
+
+def test_the_chunks_that_carry_a_token_are_timed_when_their_bytes_arrive() -> None:
+    """Role-only, finish and usage chunks carry no token; a chunk is timed once, however many
+    choices it carries; the first reasoning is noted apart."""
+    two_choices = chunk({"content": "a"})
+    two_choices["choices"].append({"index": 1, "delta": {"content": "b"}, "finish_reason": None})
+    events = [
+        chunk({"role": "assistant", "content": ""}),
+        chunk({"reasoning_content": "Hm"}),
+        chunk({"content": "Hi"}),
+        two_choices,
+        chunk({"tool_calls": [{"index": 0, "id": "c", "function": {"name": "f"}}]}),
+        chunk({}, finish="stop"),
+        {**chunk({}), "choices": [], "usage": {"completion_tokens": 4}},
+    ]
+    # One event's bytes a read, the clock at 10, 20, ... ms; [DONE] last.
+    pieces = [sse(e, done=False) for e in events] + [b"data: [DONE]\n\n"]
+    ticks = iter(t / 100 for t in range(1, 20))
+    result = accumulate(pieces, ChatResult(stream=True, status=200), clock=lambda: next(ticks))
+    assert result.token_arrivals == [0.02, 0.03, 0.04, 0.05]
+    assert result.first_reasoning == 0.02
+    untimed = accumulate(pieces, ChatResult(stream=True, status=200))
+    assert untimed.token_arrivals == [] and untimed.first_reasoning is None

@@ -173,7 +173,7 @@ def _whole_body(parse: Callable[[int, bytes, dict[str, str]], ChatResult]) -> _R
 
 
 def _event_stream(response: httpx2.Response, headers: dict[str, str], started: float) -> ChatResult:
-    """A streamed chat answer, accumulated from its SSE events, each chunk's arrival timed.
+    """A streamed chat answer, accumulated from its SSE events, its token chunks timed.
 
     Raises:
         _StreamBroken: the stream broke off; its cause is the transport error.
@@ -193,14 +193,20 @@ def _event_stream(response: httpx2.Response, headers: dict[str, str], started: f
 
 
 def timing_record(result: ChatResult) -> dict[str, Any]:
-    """When the answer's headers and (streamed) each of its chunks arrived, in ms from sending.
+    """When the answer's headers and (streamed) its token chunks arrived, in ms from sending.
 
     The performance section derives time to first token, inter-token gaps and decode rates
-    from these and the chunks (:mod:`verifier.scorecard.performance`).
+    from these (:mod:`verifier.scorecard.performance`).
     """
-    timing: dict[str, Any] = {"first_byte_ms": round((result.first_byte or 0.0) * 1000, 1)}
-    if result.stream and result.arrivals:
-        timing["arrivals_ms"] = [round(t * 1000, 1) for t in result.arrivals]
+
+    def ms(seconds: float) -> float:
+        return round(seconds * 1000, 1)
+
+    timing: dict[str, Any] = {"first_byte_ms": ms(result.first_byte or 0.0)}
+    if result.stream and result.token_arrivals:
+        timing["tokens_ms"] = [ms(t) for t in result.token_arrivals]
+    if result.first_reasoning is not None:
+        timing["first_reasoning_ms"] = ms(result.first_reasoning)
     return timing
 
 

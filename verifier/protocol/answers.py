@@ -78,7 +78,9 @@ class ChatResult:
         problems: shape and protocol violations, in the order seen.
         latency: seconds from sending to the end of the answer.
         first_byte: seconds from sending to the answer's status and headers.
-        arrivals: for a stream, seconds from sending to the arrival of each of `chunks`.
+        token_arrivals: for a stream, seconds from sending to the arrival of each chunk that
+            carries a token (content, reasoning or a tool call's piece).
+        first_reasoning: for a stream, seconds from sending to its first reasoning, if any.
         attempts: how many attempts this answer took (1 = no retry).
         empty_deltas: stream chunks whose delta carried nothing (no role, content,
             reasoning or tool call) and no finish_reason.
@@ -99,7 +101,8 @@ class ChatResult:
     system_fingerprint: str | None = None
     latency: float = 0.0
     first_byte: float | None = None
-    arrivals: list[float] = dataclasses.field(default_factory=list)
+    token_arrivals: list[float] = dataclasses.field(default_factory=list)
+    first_reasoning: float | None = None
     attempts: int = 1
     empty_deltas: int = 0
 

@@ -142,6 +142,10 @@ class StreamAccumulator:
         self.result = result
         self._choices: dict[int, _ChoiceState] = {}
         self._ids: list[str] = []
+        # When the bytes of the events being added arrived (seconds since the request was
+        # sent), or None when they are not timed.
+        self.now: float | None = None
+        self._timed = -1
 
     def add_event(self, event: SSEEvent) -> None:
         """Take one SSE event of the stream."""
@@ -229,6 +233,8 @@ class StreamAccumulator:
         content = delta.get("content")
         reasoning = reasoning_of(delta)
         calls = delta.get("tool_calls")
+        if content or reasoning or calls:
+            self._time_token(number, bool(reasoning))
         # Reasoning first: a delta may carry the end of the reasoning and the start of the answer.
         if reasoning:
             # Whitespace before the reasoning (a newline some servers send) is not an answer.
@@ -263,6 +269,17 @@ class StreamAccumulator:
                 state.choice.finish_reason = finish
         if role is None and not content and not reasoning and not calls and finish is None:
             self.result.empty_deltas += 1
+
+    def _time_token(self, number: int, reasoning: bool) -> None:
+        """Note when chunk `number`, which carries a token, arrived (once per chunk)."""
+        if self.now is None:
+            return
+        result = self.result
+        if number != self._timed:
+            self._timed = number
+            result.token_arrivals.append(self.now)
+        if reasoning and result.first_reasoning is None:
+            result.first_reasoning = self.now
 
     def _add_calls(self, state: _ChoiceState, calls: Any, number: int) -> None:
         if not isinstance(calls, list):
@@ -382,24 +399,18 @@ def accumulate(
 ) -> ChatResult:
     """Read a whole SSE body given as byte chunks into `result`.
 
-    With `clock` (seconds since the request was sent), each parsed chunk's arrival is noted
-    in ``result.arrivals``: the time the bytes that completed it were read.
+    With `clock` (seconds since the request was sent), the arrival of every chunk that
+    carries a token (content, reasoning or a tool call's piece) is noted in
+    ``result.token_arrivals``, and the first reasoning's in ``result.first_reasoning``: the
+    time the bytes that completed the chunk were read, before it was parsed.
     """
     decoder = SSEDecoder()
     accumulator = StreamAccumulator(result)
     for chunk in chunks:
-        now = clock() if clock is not None else None
+        accumulator.now = clock() if clock is not None else None
         for event in decoder.feed(chunk):
-            _add(accumulator, event, now)
-    now = clock() if clock is not None else None
+            accumulator.add_event(event)
+    accumulator.now = clock() if clock is not None else None
     for event in decoder.close():
-        _add(accumulator, event, now)
+        accumulator.add_event(event)
     return accumulator.finish(unterminated=decoder.unterminated)
-
-
-def _add(accumulator: StreamAccumulator, event: SSEEvent, now: float | None) -> None:
-    result = accumulator.result
-    before = len(result.chunks)
-    accumulator.add_event(event)
-    if now is not None:
-        result.arrivals += [now] * (len(result.chunks) - before)

@@ -141,8 +141,9 @@ def performance_line(section: Mapping[str, Any] | None) -> str | None:
     parts.append(f"{tokens['prompt']:,} prompt + {tokens['completion']:,} completion tokens")
     if "cost_usd" in overall:
         parts.append(f"(${overall['cost_usd']:.4f})")
+    line = " ".join(parts)
     load = section.get("load")
     if load:
         knee = load["knee"]
-        parts.append(f"load knee: {'none' if knee is None else f'concurrency {knee}'}")
-    return " ".join(parts[:-1]) + "; " + parts[-1] if load else " ".join(parts)
+        line += f"; load knee: {'none' if knee is None else f'concurrency {knee}'}"
+    return line

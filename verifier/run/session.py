@@ -39,7 +39,7 @@ from ..scorecard.build import TranscriptSummary, build_scorecard
 from ..scorecard.gate import load_thresholds
 from ..scorecard.gate import summary_lines as gate_lines
 from ..scorecard.performance import measure
-from ..scorecard.provenance import seen_in_transcript
+from ..scorecard.provenance import endpoint_records, seen_in_transcript
 from .budget import Budget
 from .budget import summary as budget_summary
 from .executor import Executor
@@ -594,9 +594,10 @@ class VerifierSession:
         sha, records = self.out.transcript_digest()
         transcript = self.out.transcript
         lines = transcript.read_bytes().splitlines() if transcript.exists() else []
-        seen = seen_in_transcript(lines) if lines else {}
+        attempts = list(endpoint_records(lines))
+        seen = seen_in_transcript(attempts) if lines else {}
         performance = measure(
-            lines, self.run.families, concurrency=self.run.concurrency, prices=self.run.prices
+            attempts, self.run.families, concurrency=self.run.concurrency, prices=self.run.prices
         )
         budget = None
         if self.budget is not None:

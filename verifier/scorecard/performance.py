@@ -1,8 +1,9 @@
 """Speed and spend, from the transcript: what each family's requests took and cost (pure).
 
 Every attempt the client made is a transcript record with its latency, and an answered one
-with when its headers and (streamed) each chunk arrived (``timing``, see
-:func:`verifier.endpoint.client.timing_record`). From those:
+with when its headers and (streamed) the chunks that carry a token arrived (``timing``, see
+:func:`verifier.endpoint.client.timing_record`; the stream accumulator decides which chunks
+carry one). From those:
 
 - **time to first token** (TTFT): a streamed answer's first chunk that carries a token
   (content, reasoning or a tool call's piece); the first reasoning token's time apart.
@@ -26,45 +27,25 @@ corpus only; the reference deployment's requests (``target: reference``) are not
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from ..stats import quantile_interval, rate
+from .provenance import answers_of
 
 QUANTILES = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))
-TOKEN_FIELDS = ("content", "reasoning_content", "reasoning", "tool_calls")
 # The load probe's transcript labels (verifier.endpoint.load): ``load/c32#7``.
 LOAD = "load"
 
 
-def _carries_token(chunk: Any) -> bool:
-    if not isinstance(chunk, dict):
-        return False
-    return any(
-        isinstance(c, dict) and any((c.get("delta") or {}).get(f) for f in TOKEN_FIELDS)
-        for c in chunk.get("choices") or ()
-    )
-
-
-def _reasoning(chunk: Any) -> bool:
-    return isinstance(chunk, dict) and any(
-        isinstance(c, dict)
-        and any((c.get("delta") or {}).get(f) for f in ("reasoning_content", "reasoning"))
-        for c in chunk.get("choices") or ()
-    )
-
-
 def _usage(record: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    response = record.get("response")
-    answers = response if isinstance(response, list) else [response]
-    for answer in reversed(answers):
-        usage = answer.get("usage") if isinstance(answer, dict) else None
-        if isinstance(usage, dict):
-            return usage
-    return None
+    """The last usage object the record's answer (or stream) carried."""
+    found = [
+        a["usage"] for a in answers_of(record.get("response")) if isinstance(a.get("usage"), dict)
+    ]
+    return found[-1] if found else None
 
 
 def _count(usage: Mapping[str, Any] | None, *path: str) -> int:
@@ -108,18 +89,15 @@ class _Family:
         self.tokens["completion"] += _count(usage, "completion_tokens")
         self.tokens["reasoning"] += _count(usage, "completion_tokens_details", "reasoning_tokens")
         timing = record.get("timing") or {}
-        chunks, arrivals = record.get("response"), timing.get("arrivals_ms")
-        if record.get("stream") and isinstance(chunks, list) and isinstance(arrivals, list):
-            self._stream(chunks, arrivals, _count(usage, "completion_tokens"))
+        if isinstance(timing.get("first_reasoning_ms"), int | float):
+            self.first_reasoning.append(float(timing["first_reasoning_ms"]))
+        times = timing.get("tokens_ms")
+        if record.get("stream") and isinstance(times, list) and times:
+            self._stream(times, _count(usage, "completion_tokens"))
 
-    def _stream(self, chunks: Sequence[Any], arrivals: Sequence[float], completion: int) -> None:
-        times = [t for c, t in zip(chunks, arrivals, strict=False) if _carries_token(c)]
-        if not times:
-            return
+    def _stream(self, times: Sequence[float], completion: int) -> None:
+        """A stream's token-chunk arrivals (ms): its TTFT, its gaps, its decode rate."""
         self.ttft.append(times[0])
-        reasoning = [t for c, t in zip(chunks, arrivals, strict=False) if _reasoning(c)]
-        if reasoning:
-            self.first_reasoning.append(reasoning[0])
         self.gaps += [b - a for a, b in zip(times, times[1:], strict=False)]
         tokens = completion or len(times)
         if tokens > 1 and times[-1] > times[0]:
@@ -221,7 +199,7 @@ def cost(tokens: Mapping[str, int], prices: Mapping[str, float]) -> float:
 
 
 def measure(
-    lines: Iterable[bytes],
+    records: Iterable[Mapping[str, Any]],
     families: Sequence[str],
     *,
     concurrency: int,
@@ -230,20 +208,15 @@ def measure(
     """The performance section: per family and overall (see the module).
 
     Args:
-        lines: the transcript's lines (one JSON record each; others are skipped).
+        records: the endpoint's transcript records (:func:`.provenance.endpoint_records`):
+            the reference deployment's requests do not count.
         families: the run's families; the probe's requests count in the overall figures.
         concurrency: the cases in flight at once per process (the figures hold at it).
         prices: USD per million tokens, when given.
     """
     by_family: dict[str, _Family] = defaultdict(_Family)
     by_level: dict[int, _Family] = defaultdict(_Family)
-    for line in lines:
-        try:
-            record = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            continue
-        if not isinstance(record, dict) or record.get("target") == "reference":
-            continue
+    for record in records:
         family, _, rest = str(record.get("label", "")).partition("/")
         if family == LOAD and rest.startswith("c"):
             by_level[int(rest[1:].split("#", 1)[0])].add(record)

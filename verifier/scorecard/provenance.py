@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from ..endpoint.client import FAULT_KINDS
 
 
-def _answers(response: Any) -> Iterable[dict[str, Any]]:
+def answers_of(response: Any) -> Iterable[dict[str, Any]]:
     """The completion objects of a transcript record's response (one, or a stream's chunks)."""
     if isinstance(response, dict):
         yield response
@@ -22,11 +22,26 @@ def _answers(response: Any) -> Iterable[dict[str, Any]]:
         yield from (chunk for chunk in response if isinstance(chunk, dict))
 
 
-def seen_in_transcript(lines: Iterable[bytes]) -> dict[str, dict[str, int]]:
+def endpoint_records(lines: Iterable[bytes]) -> Iterator[dict[str, Any]]:
+    """The transcript's records of the endpoint under test, parsed.
+
+    Lines that are not JSON objects (a torn last line) are skipped, and so are the reference
+    deployment's records: its answers say nothing of the endpoint.
+    """
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            continue
+        if isinstance(record, dict) and record.get("target") != "reference":
+            yield record
+
+
+def seen_in_transcript(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
     """Served models, system fingerprints and transport faults, with how often each came.
 
     A vendor that routes one model name to several builds shows more than one
-    fingerprint; lines that are not JSON (a torn last line) are skipped.
+    fingerprint. `records` are the endpoint's (:func:`endpoint_records`).
 
     ``faults`` counts attempts by fault kind (``http_429``, ``http_5xx``, ``timeout``,
     ``reset``, ``truncated_stream``, ``non_json_body``, ``unreachable``), every kind
@@ -36,15 +51,8 @@ def seen_in_transcript(lines: Iterable[bytes]) -> dict[str, dict[str, int]]:
     models: Counter[str] = Counter()
     fingerprints: Counter[str] = Counter()
     faults = dict.fromkeys((*FAULT_KINDS, "retried", "gave_up"), 0)
-    for line in lines:
-        try:
-            record = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            continue
-        # The reference deployment's answers say nothing of the endpoint's provenance.
-        if not isinstance(record, dict) or record.get("target") == "reference":
-            continue
-        for answer in _answers(record.get("response")):
+    for record in records:
+        for answer in answers_of(record.get("response")):
             if isinstance(answer.get("model"), str):
                 models[answer["model"]] += 1
             if isinstance(answer.get("system_fingerprint"), str):
