@@ -80,8 +80,20 @@ def reference(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> VerifierRun:
     """The reference's recording of the kept prompts."""
-    server = serve("reference", model, NO_CACHE)
-    run = record(server.url, tmp_path_factory.mktemp("parity-reference") / "out")
+    return recorded("reference", NO_CACHE, serve, model, tmp_path_factory)
+
+
+def recorded(
+    name: str,
+    args: list[str],
+    serve: Callable[[str, Path, list[str]], LlamaServer],
+    model: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    *verifier_args: str,
+) -> VerifierRun:
+    """A reference server `name` started with `args`, and its recording run."""
+    server = serve(name, model, args)
+    run = record(server.url, tmp_path_factory.mktemp(name) / "out", *verifier_args)
     assert run.returncode == 0, run.stdout[-3000:]
     return run
 
@@ -213,10 +225,7 @@ def sampling_reference(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> VerifierRun:
     """The reference's first tokens, sampled on every prompt (its prompt cache on)."""
-    server = serve("sampling-reference", model, [])
-    run = record(server.url, tmp_path_factory.mktemp("sampling-reference") / "out", *BY_SAMPLING)
-    assert run.returncode == 0, run.stdout[-3000:]
-    return run
+    return recorded("sampling-reference", [], serve, model, tmp_path_factory, *BY_SAMPLING)
 
 
 @pytest.mark.parametrize(("quant", "outcome"), [(None, "same"), ("Q2_K", "different")])
