@@ -237,6 +237,56 @@ def run_verifier(url: str, args: Sequence[str], work: Path, timeout: float = 360
     return Run(completed.returncode, started, wall, cpu, out, completed.stdout, completed.stderr)
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class BareRun:
+    """The bare openai-SDK loop (``_bare_loop.py``) replaying a run's requests.
+
+    Args:
+        wall: seconds from just before its process was started to its exit.
+        cpu: CPU seconds (user + system) of that process.
+        requests: the requests it sent; errors: how many of them raised an SDK error.
+    """
+
+    wall: float
+    cpu: float
+    requests: int
+    errors: int
+
+
+def run_bare_loop(url: str, run: Run, concurrency: int, work: Path) -> BareRun:
+    """Replay every request of `run`'s transcript, in start order, through a bare SDK loop."""
+    lines = OutDir(run.out).transcript.read_text(encoding="utf-8").splitlines()
+    records = sorted((json.loads(line) for line in lines if line.strip()), key=_start)
+    requests = work / "bare-requests.jsonl"
+    with requests.open("w", encoding="utf-8") as out:
+        for record in records:
+            keys = ("method", "url", "stream")
+            out.write(json.dumps({**{k: record[k] for k in keys}, "body": record["request"]}))
+            out.write("\n")
+    command = [
+        sys.executable,
+        str(REPO / "bench" / "_bare_loop.py"),
+        str(requests),
+        "--base-url",
+        url,
+        "--concurrency",
+        str(concurrency),
+    ]
+    clock = time.perf_counter()
+    before = _children_cpu()
+    completed = subprocess.run(command, capture_output=True, text=True, env=child_env())
+    wall = time.perf_counter() - clock
+    cpu = _children_cpu() - before
+    if completed.returncode != 0:
+        raise RuntimeError(f"the bare SDK loop failed:\n{completed.stderr[-3000:]}")
+    result = json.loads(completed.stdout.strip().splitlines()[-1])
+    return BareRun(wall, cpu, result["requests"], result["errors"])
+
+
+def _start(record: dict[str, Any]) -> float:
+    return epoch(record["time"])
+
+
 def _children_cpu() -> float:
     """CPU seconds of this process's children that have exited and been waited for.
 

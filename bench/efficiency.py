@@ -31,6 +31,13 @@ scheduling (cases in the order they started, the costliest first, each to the fi
 slot, its requests in sequence) would take if only the vendor's latency took time;
 ``longest case`` (JSON) is the longest chain of one case's requests, a floor for any order.
 
+After each run, the same requests (every attempt in its transcript, in the order they
+started) go to the same vendor through a bare openai-SDK loop (``_bare_loop.py``: a thread
+pool as wide as the run's requests in flight, the SDK's own answer parsing, nothing else), a
+process of its own: its wall time, process ratio and CPU are printed beside the verifier's,
+with ``cpu_ratio = verifier CPU / bare loop CPU``. It is what a client that only sends those
+requests costs, start-up included; it has no cases to wait on, so its ratio is a ceiling.
+
 The simulated vendor runs in its own process and is warmed up by one untimed run first
 (its first answers of each kind import and compile its code: seconds on a cold process).
 
@@ -56,17 +63,22 @@ from typing import Any
 
 from _harness import (
     Attempt,
+    BareRun,
     Run,
     Simulator,
     add_suite_options,
     emit,
     epoch,
     parse_list,
+    run_bare_loop,
     run_verifier,
     suite_args,
     table,
     workdir,
 )
+
+WHO = ("verifier", "bare")
+PARTS = ("median", "min", "max")
 
 
 def schedule_floor(attempts: list[Attempt], latency: float, slots: int) -> float:
@@ -204,11 +216,25 @@ def medians(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "min": min(r[key] for r in runs),
                     "max": max(r[key] for r in runs),
                 }
-                for key in ("span_ratio", "process_ratio")
+                for key in ("span_ratio", "process_ratio", "bare_process_ratio", "cpu_ratio")
             },
         }
         for level, runs in by_level.items()
     ]
+
+
+def beside_bare(result: dict[str, Any], bare: BareRun) -> dict[str, Any]:
+    """The bare SDK loop's figures for the same requests, and the verifier's against them."""
+    floor = result["floor_s"]
+    return {
+        "bare_requests": bare.requests,
+        "bare_errors": bare.errors,
+        "bare_wall_s": round(bare.wall, 3),
+        "bare_process_ratio": round(floor / bare.wall, 3),
+        "bare_cpu_s": round(bare.cpu, 3),
+        "bare_cpu_ms_per_request": round(bare.cpu / bare.requests * 1000, 3),
+        "cpu_ratio": round(result["verifier_cpu_s"] / bare.cpu, 3),
+    }
 
 
 def verifier_args(options: argparse.Namespace, concurrency: int) -> list[str]:
@@ -260,7 +286,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             after = vendor.cpu()
             used = None if before is None or after is None else after - before
             slots = concurrency * max(args.workers, 1)
-            results.append({"concurrency": concurrency, **analyse(run, latency, slots, used)})
+            result = analyse(run, latency, slots, used)
+            # The same requests at the same number in flight, by the SDK alone.
+            bare = run_bare_loop(vendor.url, run, slots, work)
+            results.append({"concurrency": concurrency, **result, **beside_bare(result, bare)})
             # Transcripts are large; a run's is read, so its folder can go now.
             shutil.rmtree(run.out)
 
@@ -326,17 +355,39 @@ def main(argv: Sequence[str] | None = None) -> int:
         ("part", *(f"c={r['concurrency_total']}" for r in results)),
         [(label, *(r[key] for r in results)) for label, key in parts],
     )
+    print("\nbeside a bare openai-SDK loop sending the same requests, as many in flight:")
+    beside = (
+        ("process s", "process_wall_s", "bare_wall_s"),
+        ("process ratio", "process_ratio", "bare_process_ratio"),
+        ("CPU s", "verifier_cpu_s", "bare_cpu_s"),
+        ("CPU ms per request", "verifier_cpu_ms_per_request", "bare_cpu_ms_per_request"),
+    )
+    table(
+        ("figure", *(f"c={r['concurrency_total']} {who}" for r in results for who in WHO)),
+        [
+            (label, *(value for r in results for value in (r[ours], r[bare])))
+            for label, ours, bare in beside
+        ],
+    )
+    print(
+        "CPU ratio (verifier / bare):",
+        ", ".join(f"c={r['concurrency_total']} {r['cpu_ratio']}" for r in results),
+    )
     summary = medians(results)
     if any(row["runs"] > 1 for row in summary):
         print("\nthe ratios of each concurrency's runs (median, min, max):")
+        names = ("span_ratio", "process_ratio", "bare_process_ratio", "cpu_ratio")
         table(
-            ("concurrency", "runs", "span ratio", "min", "max", "process ratio", "min", "max"),
+            (
+                "concurrency",
+                "runs",
+                *(f"{name.replace('_', ' ')} {part}" for name in names for part in PARTS),
+            ),
             [
                 (
                     row["concurrency_total"],
                     row["runs"],
-                    *row["span_ratio"].values(),
-                    *row["process_ratio"].values(),
+                    *(value for name in names for value in row[name].values()),
                 )
                 for row in summary
             ],

@@ -66,7 +66,7 @@ def test_efficiency() -> None:
     first, second = record["runs"]
     [medians] = record["medians"]
     assert medians["concurrency_total"] == 4 and medians["runs"] == 2
-    for key in ("span_ratio", "process_ratio"):
+    for key in ("span_ratio", "process_ratio", "bare_process_ratio", "cpu_ratio"):
         low, high = sorted((first[key], second[key]))
         assert medians[key] == {
             "median": pytest.approx((low + high) / 2, abs=0.001),
@@ -78,6 +78,13 @@ def test_efficiency() -> None:
         assert set(run["families"]) == {"wire"}
         assert 0 < run["delayed_requests"] <= run["chat_requests"] <= run["requests"]
         assert run["floor_s"] == pytest.approx(run["delayed_requests"] * 0.020 / 4, abs=0.001)
+        # The bare SDK loop sent every request the run did; the wire cases' invalid requests
+        # are the SDK errors it counts.
+        assert run["bare_requests"] == run["requests"]
+        assert 0 < run["bare_errors"] < run["requests"]
+        assert run["cpu_ratio"] == pytest.approx(
+            run["verifier_cpu_s"] / run["bare_cpu_s"], abs=0.01
+        )
         assert run["process_ratio"] > 0 and run["span_ratio"] >= run["process_ratio"]
         # The parts are a partition of the process's wall time (each rounded to 1 ms).
         parts = (
