@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import json
 import os
 import re
+import shutil
 import socket
 import socketserver
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from tests.llama.server import LlamaServer
+from verifier.cache import CACHE_ENV
 from verifier.scorecard import signing
 from verifier.simulator.defects import parse_defects
 from verifier.simulator.process import SimulatorProcess, child_env
@@ -30,6 +34,10 @@ REPO = Path(__file__).resolve().parent.parent
 # Nothing downloads at test time: huggingface_hub reads only its cache, here and in every
 # process a test starts (tests that need a model's files write a cache: tests/hubcache.py).
 os.environ["HF_HUB_OFFLINE"] = "1"
+# The verifier's own cache (validated case files) in a folder of this test process's, never the
+# developer's: every test and every run it starts begins from the same empty cache.
+os.environ[CACHE_ENV] = tempfile.mkdtemp(prefix="verifier-cache-")
+atexit.register(shutil.rmtree, os.environ[CACHE_ENV], ignore_errors=True)
 # The built-in Kimi K2 profile, and test profiles on top of it: the test vision projector's
 # image rule, and Kimi K2 Thinking's chat template (it renders reasoning_content).
 KIMI_PROFILE = "kimi-k2"

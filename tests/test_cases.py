@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import GOOD_CASE
-from verifier.cases.corpus import load_corpus
+from verifier import cache
+from verifier.cases import corpus as corpus_module
+from verifier.cases.corpus import VALIDATED, load_corpus
 from verifier.checks import FAMILIES
 from verifier.errors import CaseDataError
 
@@ -114,3 +116,74 @@ def test_a_plugin_family_s_broken_schema_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(CaseDataError) as error:
         load_corpus(["echo"], tmp_path, schemas={"echo": {"type": "integr"}})
     assert str(error.value).startswith("the case schema of family 'echo': not a JSON Schema: ")
+
+
+def _markers(folder: Path) -> list[str]:
+    return sorted(path.name for path in (folder / VALIDATED).glob("*"))
+
+
+def test_a_validated_file_is_remembered_by_its_bytes_and_only_parsed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path / "cache"))
+    root = write(tmp_path / "cases", json.dumps(GOOD_CASE))
+    first = load_corpus(["structured_output"], root)
+    assert len(_markers(tmp_path / "cache")) == 1
+    validated: list[bool] = []
+    parse = corpus_module.parse_line
+
+    def spy(*args: object, validate: bool = True) -> corpus_module.Case:
+        validated.append(validate)
+        return parse(*args, validate=validate)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(corpus_module, "parse_line", spy)
+    again = load_corpus(["structured_output"], root)
+    assert validated == [False]
+    assert again == first
+    # Other bytes are another key: validated, and the error found as without the cache.
+    write(tmp_path / "cases", json.dumps({**GOOD_CASE, "messages": []}))
+    with pytest.raises(CaseDataError, match=r"\$\.messages: \[\] should be non-empty"):
+        load_corpus(["structured_output"], root)
+    assert validated == [False, True]
+    assert len(_markers(tmp_path / "cache")) == 1
+
+
+def test_a_file_cached_under_one_schema_is_validated_again_under_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path / "cache"))
+    folder = tmp_path / "echo"
+    folder.mkdir()
+    (folder / "c.jsonl").write_text('{"id": "a", "n": 1.5}\n')
+    loose = {"type": "object", "properties": {"n": {"type": "number"}}}
+    strict = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    load_corpus(["echo"], tmp_path, schemas={"echo": loose})
+    with pytest.raises(CaseDataError, match=r"\$\.n: 1\.5 is not of type 'integer'"):
+        load_corpus(["echo"], tmp_path, schemas={"echo": strict})
+
+
+@pytest.mark.parametrize("where", ["", "unwritable"])
+def test_a_cache_turned_off_or_unwritable_changes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    if where:
+        # A file where the cache folder should be: no folder can be made there.
+        (tmp_path / where).write_text("")
+        where = str(tmp_path / where / "cache")
+    monkeypatch.setenv(cache.CACHE_ENV, where)
+    root = write(tmp_path / "cases", json.dumps(GOOD_CASE))
+    assert [c.id for c in load_corpus(["structured_output"], root).cases] == ["one"]
+    assert [c.id for c in load_corpus(["structured_output"], root).cases] == ["one"]
+    assert not cache.is_marked(VALIDATED, "0" * 64)
+
+
+def test_the_cache_folder_follows_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(cache.CACHE_ENV, "~/elsewhere")
+    assert cache.cache_dir() == Path.home() / "elsewhere"
+    monkeypatch.delenv(cache.CACHE_ENV)
+    monkeypatch.setenv("XDG_CACHE_HOME", "/var/cache/me")
+    assert cache.cache_dir() == Path("/var/cache/me/llm-verifier")
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert cache.cache_dir() == Path.home() / ".cache" / "llm-verifier"
+    monkeypatch.setenv(cache.CACHE_ENV, "")
+    assert cache.cache_dir() is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -50,3 +51,12 @@ def validator(name: str) -> Draft202012Validator:
     return Draft202012Validator(
         schema(name), registry=_registry(), format_checker=Draft202012Validator.FORMAT_CHECKER
     )
+
+
+@functools.cache
+def schemas_digest() -> str:
+    """sha256 over every packaged schema file: what a validation result depends on."""
+    digest = hashlib.sha256()
+    for path in sorted(data_dir("schemas").glob("*.schema.json")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()

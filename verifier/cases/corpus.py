@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,7 @@ from jsonschema import Draft202012Validator
 from jsonschema import exceptions as jsonschema_exceptions
 from jsonschema.protocols import Validator
 
-from .. import resources
+from .. import cache, resources
 from ..errors import CaseDataError
 
 
@@ -65,12 +67,24 @@ def _json_path(error: jsonschema_exceptions.ValidationError) -> str:
     return error.json_path if error.path else "$"
 
 
+# The cache's name for case files that validated: a key is the sha256 of a file's bytes and
+# of everything its validation depended on.
+VALIDATED = "validated-cases"
+
+
 def parse_line(
-    text: str, path: str, line: int, family: str, validator: Validator | None = None
+    text: str,
+    path: str,
+    line: int,
+    family: str,
+    validator: Validator | None = None,
+    *,
+    validate: bool = True,
 ) -> Case:
     """Parse and validate one JSONL line as a case of `family`.
 
-    `validator` checks the case (default: the family's ``schemas/<family>.case.schema.json``).
+    `validator` checks the case (default: the family's ``schemas/<family>.case.schema.json``);
+    with `validate` false the line is only parsed (its file's bytes validated before).
 
     Raises:
         CaseDataError: naming ``path:line``, the JSON path and the schema's complaint.
@@ -83,10 +97,11 @@ def parse_line(
         # Valid JSON syntax that Python refuses: an integer of more than 4300 digits, or
         # nesting deeper than the interpreter's recursion limit.
         raise CaseDataError(path, line, f"not valid JSON: {exc}") from None
-    validator = validator or resources.validator(f"{family}.case")
-    error = jsonschema_exceptions.best_match(validator.iter_errors(data))
-    if error is not None:
-        raise CaseDataError(path, line, f"{_json_path(error)}: {error.message}")
+    if validate:
+        validator = validator or resources.validator(f"{family}.case")
+        error = jsonschema_exceptions.best_match(validator.iter_errors(data))
+        if error is not None:
+            raise CaseDataError(path, line, f"{_json_path(error)}: {error.message}")
     return Case(family=family, id=data["id"], data=data, source=f"{path}:{line}")
 
 
@@ -95,15 +110,21 @@ def load_family(
 ) -> tuple[list[Case], str]:
     """Every case in ``folder/*.jsonl``, and the family's sha256 over those files.
 
+    A file whose bytes validated before against the same schemas (the verifier's cache) is
+    only parsed: validating the packaged corpus is most of the time it takes to load.
+
     Raises:
         CaseDataError: for the first bad line or duplicate id.
     """
     cases: list[Case] = []
     seen: dict[str, str] = {}
     digest = hashlib.sha256()
+    against = _validation_identity(family, validator)
     for file in sorted(folder.glob("*.jsonl")):
         raw = file.read_bytes()
         digest.update(file.name.encode() + b"\0" + raw + b"\0")
+        key = hashlib.sha256(against + raw).hexdigest()
+        validate = not cache.is_marked(VALIDATED, key)
         display = _display(file)
         try:
             text = raw.decode("utf-8")
@@ -112,14 +133,29 @@ def load_family(
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
-            case = parse_line(line, display, number, family, validator)
+            case = parse_line(line, display, number, family, validator, validate=validate)
             if case.id in seen:
                 raise CaseDataError(
                     display, number, f"duplicate case id {case.id!r} (first at {seen[case.id]})"
                 )
             seen[case.id] = case.source
             cases.append(case)
+        if validate:
+            cache.mark(VALIDATED, key)
     return cases, digest.hexdigest()
+
+
+def _validation_identity(family: str, validator: Validator | None) -> bytes:
+    """What validating a case file of `family` depends on besides its bytes."""
+    schema = resources.schema(f"{family}.case") if validator is None else validator.schema
+    text = json.dumps(schema, sort_keys=True, default=str)
+    return f"{_jsonschema_version()}\0{resources.schemas_digest()}\0{text}\0".encode()
+
+
+@functools.cache
+def _jsonschema_version() -> str:
+    # Its format checkers and keywords are part of what a validation result means.
+    return metadata.version("jsonschema")
 
 
 def load_corpus(
