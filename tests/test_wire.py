@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 
 from verifier import resources
 from verifier.checks.defaults import defaults_findings
+from verifier.checks.shapes import number_bounds
 from verifier.checks.wire import (
     invalid_request_findings,
     logprob_findings,
@@ -311,6 +313,63 @@ def test_the_shape_cache_never_hides_a_finding(
     for _ in range(2):  # the second time, a passing shape comes from the cache
         findings = shape_findings(ChatResult(stream=True, status=200, chunks=[chunk]))
         assert bool(findings) == bool(uncached)
+
+
+# Numbers on, beside and between the answer schemas' bounds, of every kind JSON has.
+EDGES = [-1, -0.5, -0.0, 0, 0.0, 0.5, 1, 1.0, 254.5, 255, 255.0, 255.5, 256, 256.0, 1e300, True]
+NUMBER = st.one_of(
+    st.sampled_from(EDGES),
+    st.integers(min_value=-300, max_value=300),
+    st.floats(min_value=-300, max_value=300, allow_nan=False),
+)
+
+
+def _numbered(field: str, value: object) -> dict[str, Any]:
+    """GOOD with logprobs, and `value` at one of its numbers."""
+    choice = {
+        **GOOD["choices"][0],
+        "logprobs": {"content": [{"token": "Hi", "logprob": -0.5, "bytes": [72, 105]}]},
+    }
+    answer = {**GOOD, "choices": [choice], "usage": dict(GOOD["usage"])}
+    if field in ("created",):
+        answer[field] = value
+    elif field == "index":
+        choice[field] = value
+    elif field in ("logprob", "bytes"):
+        token = choice["logprobs"]["content"][0]
+        token[field] = value if field == "logprob" else [value]
+    else:
+        answer["usage"][field] = value
+    return answer
+
+
+@given(
+    field=st.sampled_from(["created", "index", "prompt_tokens", "logprob", "bytes"]),
+    values=st.lists(NUMBER, min_size=2, max_size=6),
+)
+def test_the_shape_cache_s_number_classes_never_hide_a_finding(
+    field: str, values: list[object]
+) -> None:
+    # Every number the answer schemas bound (minimum 0, logprob maximum 0, bytes 0..255), of
+    # every kind, one after another at the same place: a memo that answered for a class of
+    # numbers wider than the schemas allow would pass a later one wrongly.
+    for value in values:
+        answer = _numbered(field, value)
+        uncached = list(resources.validator("chat_completion").iter_errors(answer))
+        assert bool(shape_findings(body(answer))) == bool(uncached), (field, value)
+
+
+@pytest.mark.parametrize("field", ["created", "index", "prompt_tokens", "logprob", "bytes"])
+def test_the_shape_cache_is_right_for_every_pair_of_edge_numbers(field: str) -> None:
+    for first, second in itertools.product(EDGES, repeat=2):
+        for value in (first, second):
+            answer = _numbered(field, value)
+            uncached = list(resources.validator("chat_completion").iter_errors(answer))
+            assert bool(shape_findings(body(answer))) == bool(uncached), (field, first, second)
+
+
+def test_the_answer_schemas_bounds_are_found_in_them_and_what_they_refer_to() -> None:
+    assert number_bounds() == (0, 255)
 
 
 def test_a_count_over_max_tokens_is_weighed_against_the_text_with_a_tokenizer(

@@ -6,7 +6,11 @@ family grades by it.
 
 from __future__ import annotations
 
+import bisect
+import functools
 import json
+import math
+from collections.abc import Iterator
 from typing import Any
 
 from .. import resources
@@ -20,30 +24,82 @@ MAX_SHAPE_FINDINGS = 5
 FREE_TEXT = frozenset(
     {"id", "model", "system_fingerprint", "content", "reasoning_content", "refusal", "arguments"}
 )
-# Skeletons (free text reduced to "x" or "") of answers whose shape passed, per schema: a
-# stream's chunks differ only in their text, so a stream is validated about once.
+ANSWER_SCHEMAS = ("chat_completion", "chat_completion_chunk", "error")
+# The keywords whose value a number is compared with.
+COMPARED = frozenset(
+    {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "const", "enum"}
+)
+# Skeletons of answers whose shape passed, per schema: answers differ mostly in their text and
+# their counts (a stream's chunks only in their text), so few of them need validating.
 _SHAPES_PASSED: dict[str, set[str]] = {}
 
 
-def skeleton(value: Any) -> Any:
-    """`value` with the free text of :data:`FREE_TEXT` keys reduced to "x" (or "" if empty)."""
+def skeleton(value: Any, bounds: tuple[float, ...] | None = None) -> Any:
+    """`value` reduced to what its validity against the answer schemas depends on.
+
+    The free text of :data:`FREE_TEXT` keys becomes "x" (or "" if empty); with `bounds` (every
+    number the schemas compare with), a number becomes its class: integral or not, and where
+    it lies among the bounds. Two values with the same skeleton are both valid or both not.
+    """
     if isinstance(value, dict):
         return {
             key: ("x" if item else "")
             if key in FREE_TEXT and isinstance(item, str)
-            else skeleton(item)
+            else skeleton(item, bounds)
             for key, item in value.items()
         }
     if isinstance(value, list):
-        return [skeleton(item) for item in value]
+        return [skeleton(item, bounds) for item in value]
+    if bounds is not None and type(value) in (int, float) and math.isfinite(value):
+        kind = "int" if type(value) is int else "integral" if value.is_integer() else "fraction"
+        # bisect's two sides tell below, on and above each bound apart.
+        return f"{kind}:{bisect.bisect_left(bounds, value)}:{bisect.bisect_right(bounds, value)}"
     return value
+
+
+@functools.cache
+def number_bounds() -> tuple[float, ...] | None:
+    """Every number the answer schemas (and those they refer to) compare a number with.
+
+    None when one of them asks for ``multipleOf``: then no class of numbers is safe, and
+    numbers stay as they are in a skeleton.
+    """
+    found: set[float] = set()
+    seen: set[str] = set()
+    todo = list(ANSWER_SCHEMAS)
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for key, value in _items(resources.schema(name)):
+            if key == "multipleOf":
+                return None
+            if key == "$ref" and isinstance(value, str) and ".schema.json" in value:
+                todo.append(value.partition(".schema.json")[0].rpartition("/")[2])
+            if key in COMPARED:
+                values = value if key == "enum" and isinstance(value, list) else [value]
+                # bool is an int to Python, but no number to JSON Schema.
+                found.update(v for v in values if type(v) in (int, float))
+    return tuple(sorted(found))
+
+
+def _items(schema: Any) -> Iterator[tuple[str, Any]]:
+    """Every (keyword, value) pair in a schema, at any depth."""
+    if isinstance(schema, dict):
+        for key, value in schema.items():
+            yield key, value
+            yield from _items(value)
+    elif isinstance(schema, list):
+        for item in schema:
+            yield from _items(item)
 
 
 def _shape(
     schema: str, instance: Any, code: str, attempt: str | None, where: str = "$"
 ) -> list[Finding]:
     passed = _SHAPES_PASSED.setdefault(schema, set())
-    key = json.dumps(skeleton(instance), sort_keys=True, default=str)
+    key = json.dumps(skeleton(instance, number_bounds()), sort_keys=True, default=str)
     if key in passed:
         return []
     errors = sorted(
