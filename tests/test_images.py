@@ -5,12 +5,15 @@ from __future__ import annotations
 import base64
 import binascii
 import io
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
+from verifier import cache
+from verifier.reference import images
 from verifier.reference.image_tokens import image_tokens
 from verifier.reference.images import (
     COLOURS,
@@ -114,6 +117,31 @@ def test_an_image_part_is_a_data_url_of_the_asked_format_and_detail() -> None:
         assert (image.format, image.size) == ("WEBP", (5, 7))
     low = image_part({"kind": "solid", "color": "red", "detail": "low"})
     assert low["image_url"]["detail"] == "low"
+
+
+def test_an_image_is_made_once_then_read_from_the_cache_and_a_damaged_entry_is_made_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path))
+    spec = {"kind": "digit", "digit": 7, "size": [96, 64], "format": "png"}
+    made = image_part(spec)
+    [entry] = (tmp_path / images.IMAGES).iterdir()
+    # Another process: nothing in memory; the cached bytes are the same image's.
+    images._image_url.cache_clear()
+
+    def refuse(spec: object) -> None:
+        raise AssertionError("made again")
+
+    monkeypatch.setattr(images, "make_image", refuse)
+    assert image_part(spec) == made
+    # A damaged entry is no result: the image is made again, the same.
+    entry.write_bytes(entry.read_bytes()[:-10])
+    images._image_url.cache_clear()
+    monkeypatch.undo()
+    monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path))
+    assert cache.read(images.IMAGES, entry.name) is None
+    assert image_part(spec) == made
+    assert cache.read(images.IMAGES, entry.name) is not None
 
 
 def test_decode_data_url_refuses_what_is_not_base64() -> None:

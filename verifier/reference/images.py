@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import hashlib
 import io
 import json
 import struct
@@ -17,7 +18,10 @@ import zlib
 from collections.abc import Mapping
 from typing import Any, cast
 
-from PIL import Image, ImageDraw, ImageFont
+import PIL
+from PIL import Image, ImageDraw, ImageFont, features
+
+from .. import cache
 
 COLOURS: dict[str, tuple[int, int, int]] = {
     "red": (220, 30, 30),
@@ -92,16 +96,32 @@ def image_part(spec: Mapping[str, Any]) -> dict[str, Any]:
     return {"type": "image_url", "image_url": part}
 
 
+# The cache's name for encoded images, by the sha256 of their spec and of the renderer.
+IMAGES = "images"
+
+
 @functools.lru_cache(maxsize=256)
 def _image_url(spec_json: str) -> str:
     """The data URL of a spec given as canonical JSON, made once per process.
 
     A 4096 x 4096 image costs a quarter of a second of CPU, which cases in flight would
-    otherwise wait on.
+    otherwise wait on; the encoded bytes are also kept in the verifier's cache, so that a
+    later run only reads them.
     """
     spec = json.loads(spec_json)
     fmt = spec.get("format", "png")
-    return data_url(encode(make_image(spec), fmt), MIME[fmt])
+    key = hashlib.sha256(f"{_renderer()}\0{spec_json}".encode()).hexdigest()
+    data = cache.read(IMAGES, key)
+    if data is None:
+        data = encode(make_image(spec), fmt)
+        cache.write(IMAGES, key, data)
+    return data_url(data, MIME[fmt])
+
+
+@functools.cache
+def _renderer() -> str:
+    """What an image's bytes depend on besides its spec: Pillow and its FreeType (text)."""
+    return f"Pillow {PIL.__version__}, FreeType {features.version('freetype2')}"
 
 
 def _png_chunk(kind: bytes, body: bytes) -> bytes:
