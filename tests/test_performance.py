@@ -16,7 +16,7 @@ from verifier.compare.performance import performance_view
 from verifier.config import levels, prices
 from verifier.render.performance import performance_line, performance_markdown
 from verifier.scorecard.gate import family_gate, summary_lines
-from verifier.scorecard.performance import cost, measure
+from verifier.scorecard.performance import cost, delivered_texts, measure
 from verifier.scorecard.provenance import endpoint_records
 from verifier.simulator.pace import Pace, tokens_in
 from verifier.stats import quantile_interval
@@ -86,6 +86,40 @@ def test_ttft_gaps_and_the_decode_rate_come_from_the_token_chunks() -> None:
     assert wire["output_tokens_per_second"]["p50"]["value"] == 50.0
     assert wire["tokens"] == {"prompt": 100, "cached": 40, "completion": 5, "reasoning": 0}
     assert section["overall"]["requests"] == 1 and "load" not in section
+
+
+def test_delivered_tokens_are_counted_per_whole_text_a_stream_s_pieces_joined() -> None:
+    tool = {"index": 0, "function": {"name": "get_", "arguments": '{"a"'}}
+    more = {"index": 0, "function": {"arguments": ": 1}"}}
+    record = json.loads(streamed("tool_calling/t#1", [0.0, 1.0], USAGE))
+    record["response"] = [
+        chunk(role="assistant", reasoning_content="Let me "),
+        chunk(reasoning_content="think."),
+        chunk(content="Hel"),
+        chunk(content="lo"),
+        chunk(tool_calls=[tool]),
+        chunk(tool_calls=[more]),
+        {"choices": [], "usage": USAGE},
+    ]
+    assert sorted(delivered_texts(record)) == sorted(["Let me think.", "Hello", 'get_{"a": 1}'])
+    body = {
+        "choices": [
+            {"index": 0, "message": {"content": "Hi there", "reasoning_content": None}},
+            {"index": 1, "message": {"content": "Bye"}},
+        ]
+    }
+    assert delivered_texts({"response": body}) == ["Hi there", "Bye"]
+    failed = {"label": "wire/f#1", "status": 500, "fault": "http_5xx", "retry": False}
+    lines = [json.dumps(record).encode(), json.dumps({**failed, "response": body}).encode()]
+    words = ("words", lambda text: len(text.split()))
+    section = measure(endpoint_records(lines), ["tool_calling"], concurrency=1, tokenizer=words)
+    # A failed answer delivered nothing; usage's figures stay as they were.
+    tokens = section["overall"]["tokens"]
+    assert (tokens["delivered"], tokens["completion"]) == (3 + 1 + 2, 5)
+    assert section["delivered_counted_with"] == "words"
+    assert (
+        "delivered" not in measure(endpoint_records(lines), [], concurrency=1)["overall"]["tokens"]
+    )
 
 
 def test_faults_retries_the_reference_and_garbage_lines_are_counted_as_they_are() -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import VerifierRun
+from tests.conftest import KIMI_PROFILE, VerifierRun
 from verifier import resources
 
 pytestmark = pytest.mark.slow
@@ -27,8 +27,9 @@ def test_a_paced_vendor_gets_a_performance_section_a_load_curve_and_a_speed_gate
     thresholds = tmp_path / "gate.toml"
     thresholds.write_text("[wire]\nmax_ttft_p90_ms = 5\nmin_output_tps_p50 = 1\n")
     run = run_verifier(
-        simulator(*PACE, "--fault-seed", "3"),
+        simulator(*PACE, "--fault-seed", "3", "--profile", KIMI_PROFILE),
         *("--families", "wire", "--load", "1,4", "--price", "input=0.5,output=2"),
+        *("--profile", KIMI_PROFILE),
         *("--gate-thresholds", str(thresholds)),
     )
     errors = list(resources.validator("scorecard").iter_errors(run.scorecard))
@@ -41,6 +42,9 @@ def test_a_paced_vendor_gets_a_performance_section_a_load_curve_and_a_speed_gate
         assert 0 < spread[0] <= spread[1] <= spread[2], figure
     assert wire["ttft_ms"]["p50"]["value"] >= 40 * 0.9
     assert wire["tokens"]["prompt"] > 0 and wire["cost_usd"] > 0
+    # What the answers carried, counted with the profile's tokenizer beside usage's count.
+    assert performance["delivered_counted_with"] == "tiktoken.model"
+    assert wire["tokens"]["delivered"] > 0
     assert [r["concurrency"] for r in performance["load"]["levels"]] == [1, 4]
     assert [r["requests"] for r in performance["load"]["levels"]] == [8, 8]
     # The load probe's requests are its own: in no family, not overall.

@@ -87,6 +87,15 @@ def test_the_performance_section_is_present_and_plausible(
             spread = [figures[figure][q]["value"] for q in ("p50", "p90", "p99")]
             assert 0 < spread[0] <= spread[1] <= spread[2], figure
         assert figures["tokens"]["prompt"] > 0 and figures["tokens"]["completion"] > 0
+    # The tokens the answers carried, counted with the profile's (Kimi's) tokenizer, the
+    # model's own. Over the run they are fewer than usage's completion tokens (which also
+    # count the tool-call markers and end-of-turn tokens the text does not show); one
+    # answer can be more: the test model says "Blue." in one token, which Kimi's BPE
+    # encodes as two, so no family's figure is bounded on its own.
+    assert performance["delivered_counted_with"] == "tiktoken.model"
+    assert all("delivered" in f["tokens"] for f in performance["families"].values())
+    overall = performance["overall"]["tokens"]
+    assert 0 < overall["delivered"] < overall["completion"]
     # Errors and retries, the whole run's and the load probe's levels', are the transport
     # faults the transcript counts (the 5xx answers to images without a projector; resets of
     # a kept-alive connection that llama-server closed after a stream, retried at once), and

@@ -66,6 +66,8 @@ def _spend(figures: Mapping[str, Any] | None) -> str | None:
     text = f"{tokens['prompt']:,} prompt + {tokens['completion']:,} completion"
     if tokens.get("reasoning"):
         text += f" ({tokens['reasoning']:,} reasoning)"
+    if "delivered" in tokens:
+        text += f"; {tokens['delivered']:,} delivered"
     if "cost_usd" in figures:
         text += f", ${figures['cost_usd']:.4f}"
     return text

@@ -43,6 +43,7 @@ def _row(name: str, figures: Mapping[str, Any]) -> list[str]:
         _rate(figures["error_rate"]),
         _rate(figures["retry_rate"]),
         f"{tokens['prompt']:,} / {tokens['completion']:,} / {tokens['reasoning']:,}",
+        f"{tokens['delivered']:,}" if "delivered" in tokens else "—",
         "—" if cost is None else f"${cost:.4f}",
     ]
 
@@ -58,6 +59,7 @@ HEADERS = [
     "Errors",
     "Retries",
     "Tokens prompt / completion / reasoning",
+    "Delivered (profile tokenizer)",
     "Cost",
 ]
 

@@ -14,7 +14,7 @@ import dataclasses
 import os
 import threading
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -597,7 +597,11 @@ class VerifierSession:
         attempts = list(endpoint_records(lines))
         seen = seen_in_transcript(attempts) if lines else {}
         performance = measure(
-            attempts, self.run.families, concurrency=self.run.concurrency, prices=self.run.prices
+            attempts,
+            self.run.families,
+            concurrency=self.run.concurrency,
+            prices=self.run.prices,
+            tokenizer=self._token_counter(),
         )
         budget = None
         if self.budget is not None:
@@ -619,6 +623,13 @@ class VerifierSession:
             gate=self.gate,
             performance=performance,
         )
+
+    def _token_counter(self) -> tuple[str, Callable[[str], int]] | None:
+        """The profile tokenizer's name and its count of a text's tokens (no profile: None)."""
+        if self.profile is None:
+            return None
+        encode = self.profile.tokenizer.encode_ordinary
+        return self.profile.tokenizer.name, lambda text: len(encode(text))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """Print the per-family verdicts and where the scorecard is."""

@@ -15,7 +15,10 @@ carry one). From those:
 - **error and retry rates**: requests whose last attempt was still a fault, attempts that
   were retried;
 - **tokens spent** (prompt, cached prompt, completion, reasoning) from every answer's
-  ``usage``, and their cost at ``--price``;
+  ``usage``, and their cost at ``--price``; with a profile, also the tokens **delivered**: the
+  profile tokenizer's count of the text the answers carried (content, reasoning, tool calls'
+  names and arguments), beside what usage bills (special tokens such as end-of-turn and
+  tool-call markers are billed but not delivered, so ``completion`` is a little above it);
 - with ``--load``, the same per concurrency level of the load probe, with the level's
   throughput (completion tokens over the level's span) and the knee (:func:`load_curve`).
   The load probe's requests count in no family and not in the overall figures.
@@ -28,7 +31,7 @@ corpus only; the reference deployment's requests (``target: reference``) are not
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -55,10 +58,40 @@ def _count(usage: Mapping[str, Any] | None, *path: str) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
+def delivered_texts(record: Mapping[str, Any]) -> list[str]:
+    """The texts an answer delivered, each to be counted in tokens as a whole.
+
+    Per choice: its content, its reasoning and each tool call's name and arguments, a
+    stream's pieces joined in order (a token split across chunks is counted once).
+    """
+    texts: dict[tuple[Any, ...], str] = {}
+    for answer in answers_of(record.get("response")):
+        for choice in answer.get("choices") or []:
+            if not isinstance(choice, dict):
+                continue
+            index = choice.get("index")
+            part = choice.get("message") or choice.get("delta")
+            if not isinstance(part, dict):
+                continue
+            for key in ("content", "reasoning_content", "reasoning"):
+                if isinstance(part.get(key), str):
+                    texts[index, key] = texts.get((index, key), "") + part[key]
+            for number, call in enumerate(part.get("tool_calls") or []):
+                function = call.get("function") if isinstance(call, dict) else None
+                if not isinstance(function, dict):
+                    continue
+                where: tuple[Any, ...] = (index, "tool", call.get("index", number))
+                for key in ("name", "arguments"):
+                    if isinstance(function.get(key), str):
+                        texts[where] = texts.get(where, "") + function[key]
+    return [text for text in texts.values() if text]
+
+
 class _Family:
     """The figures of one family's requests as they are read."""
 
-    def __init__(self) -> None:
+    def __init__(self, count_tokens: Callable[[str], int] | None = None) -> None:
+        self.count_tokens = count_tokens
         self.attempts = 0
         self.retried = 0
         self.gave_up = 0
@@ -67,7 +100,8 @@ class _Family:
         self.gaps: list[float] = []
         self.tps: list[float] = []
         self.e2e: list[float] = []
-        self.tokens = dict.fromkeys(("prompt", "cached", "completion", "reasoning"), 0)
+        kinds = ("prompt", "cached", "completion", "reasoning")
+        self.tokens = dict.fromkeys((*kinds, "delivered") if count_tokens else kinds, 0)
         # When the first attempt started and the last ended (epoch seconds).
         self.span: list[float] = []
 
@@ -88,6 +122,8 @@ class _Family:
         self.tokens["cached"] += _count(usage, "prompt_tokens_details", "cached_tokens")
         self.tokens["completion"] += _count(usage, "completion_tokens")
         self.tokens["reasoning"] += _count(usage, "completion_tokens_details", "reasoning_tokens")
+        if self.count_tokens is not None:
+            self.tokens["delivered"] += sum(map(self.count_tokens, delivered_texts(record)))
         timing = record.get("timing") or {}
         if isinstance(timing.get("first_reasoning_ms"), int | float):
             self.first_reasoning.append(float(timing["first_reasoning_ms"]))
@@ -109,7 +145,7 @@ class _Family:
         for name in ("ttft", "first_reasoning", "gaps", "tps", "e2e"):
             getattr(self, name).extend(getattr(other, name))
         for key, value in other.tokens.items():
-            self.tokens[key] += value
+            self.tokens[key] = self.tokens.get(key, 0) + value
 
     def summary(self, prices: Mapping[str, float] | None) -> dict[str, Any]:
         requests = self.attempts - self.retried
@@ -204,6 +240,7 @@ def measure(
     *,
     concurrency: int,
     prices: Mapping[str, float] | None = None,
+    tokenizer: tuple[str, Callable[[str], int]] | None = None,
 ) -> dict[str, Any]:
     """The performance section: per family and overall (see the module).
 
@@ -213,16 +250,19 @@ def measure(
         families: the run's families; the probe's requests count in the overall figures.
         concurrency: the cases in flight at once per process (the figures hold at it).
         prices: USD per million tokens, when given.
+        tokenizer: the profile tokenizer's name and a function counting the tokens of a
+            text, when there is a profile: the tokens delivered are counted with it.
     """
-    by_family: dict[str, _Family] = defaultdict(_Family)
-    by_level: dict[int, _Family] = defaultdict(_Family)
+    count = tokenizer[1] if tokenizer else None
+    by_family: dict[str, _Family] = defaultdict(lambda: _Family(count))
+    by_level: dict[int, _Family] = defaultdict(lambda: _Family(count))
     for record in records:
         family, _, rest = str(record.get("label", "")).partition("/")
         if family == LOAD and rest.startswith("c"):
             by_level[int(rest[1:].split("#", 1)[0])].add(record)
             continue
         by_family[family].add(record)
-    overall = _Family()
+    overall = _Family(count)
     for figures in by_family.values():
         overall.merge(figures)
     section: dict[str, Any] = {
@@ -235,4 +275,6 @@ def measure(
         section["load"] = load_curve(by_level)
     if prices is not None:
         section["prices_usd_per_mtok"] = dict(prices)
+    if tokenizer is not None:
+        section["delivered_counted_with"] = tokenizer[0]
     return section
