@@ -316,11 +316,14 @@ class EndpointClient:
             retry_non_json=True,
         )
 
-    def post_raw(self, content: bytes, *, content_type: str, label: str = "") -> ChatResult:
+    def post_raw(
+        self, content: bytes, *, content_type: str, label: str = "", stream: bool = False
+    ) -> ChatResult:
         """POST bytes as they are to ``/chat/completions`` (for malformed-request checks).
 
         A 5xx that outlives the retries is returned, not raised: for a request that
-        must be rejected, the server error is the finding.
+        must be rejected, the server error is the finding. With `stream` (the bytes ask for
+        one) an answer is read as a stream.
         """
         return self._with_retries(
             lambda: self._send(
@@ -329,11 +332,12 @@ class EndpointClient:
                     content=content,
                     options={"headers": {"Content-Type": content_type}},
                     cast_to=httpx2.Response,
+                    stream=stream,
                 ),
-                _whole_body(parse_completion),
+                _event_stream if stream else _whole_body(parse_completion),
             ),
             body={"raw": content.decode("utf-8", "replace"), "content_type": content_type},
-            stream=False,
+            stream=stream,
             label=label,
             keep_persistent_5xx=True,
             url=f"{self.display_url}/chat/completions",
@@ -388,7 +392,10 @@ class EndpointClient:
                 )
             case Raw():
                 return self.post_raw(
-                    request.content, content_type=request.content_type, label=label
+                    request.content,
+                    content_type=request.content_type,
+                    label=label,
+                    stream=request.stream,
                 )
             case Post():
                 return self.post_json(

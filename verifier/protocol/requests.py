@@ -48,12 +48,16 @@ class Chat:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Raw:
-    """Bytes ``POST``ed as they are to ``/chat/completions`` (malformed-request checks)."""
+    """Bytes ``POST``ed as they are to ``/chat/completions`` (malformed-request checks).
+
+    `stream`: the bytes ask for a stream, so an answer that comes is read as one.
+    """
 
     content: bytes
     content_type: str
     name: str
     observe: bool = True
+    stream: bool = False
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
