@@ -147,6 +147,21 @@ ROWS: tuple[Row, ...] = (
         vision={"invalid_image_accepted"},
         wire={"invalid_request_accepted"},
     ),
+    Row(
+        "invalid-request-poisons",
+        {"wire": frozenset({"server_degraded"})},
+        # The generated bad requests alone (-k), one at a time: each is followed by its own
+        # plain request, which the poison fails through every retry (4 attempts by default).
+        verifier=("--negative", "40", "-k", "negative and not invalid", "--concurrency", "1"),
+        families=("wire",),
+    ),
+    Row(
+        "non-ascii-properties-rejected",
+        {"wire": frozenset({"valid_request_rejected"})},
+        # Every generated case, so that the edge request with non-ASCII property names is one.
+        verifier=("--negative", "1000", "-k", "negative and not invalid"),
+        families=("wire",),
+    ),
     _row(
         "invalid-request-hang",
         "the vendor holds every request it cannot parse: a malformed response_format and an "

@@ -237,6 +237,7 @@ class RunConfig:
     baseline: Path | None = None
     generated: int = 0
     generated_seed: int | None = None
+    negative: int = 0
     profile: str | None = None
     gate: bool = False
     gate_thresholds: Path | None = None
@@ -280,6 +281,8 @@ class RunConfig:
         }
         if self.generated:
             settings["generated"] = {"cases": self.generated, "seed": self.generation_seed}
+        if self.negative:
+            settings["negative"] = {"cases": self.negative, "seed": self.seed}
         if self.load:
             settings["load"] = list(self.load)
         if self.parity_method != "auto":

@@ -141,6 +141,14 @@ _OPTIONS = (
         help="add N structured-output cases drawn from a JSON-Schema strategy (default: 0)",
     ),
     _option(
+        "--negative",
+        metavar="N",
+        parse=non_negative_int,
+        default=0,
+        help="add N wire cases: bad requests made from the request schema's fields, and valid "
+        "edge ones, spread over the fields, seeded by --seed (default: 0)",
+    ),
+    _option(
         "--generated-seed",
         metavar="S",
         parse=non_negative_int,
@@ -283,6 +291,7 @@ def pytest_configure(config: pytest.Config) -> None:
             generated=config.getoption("generated"),
             profile=config.getoption("profile"),
             generated_seed=config.getoption("generated_seed"),
+            negative=config.getoption("negative"),
             gate=config.getoption("gate") or config.getoption("gate_thresholds") is not None,
             gate_thresholds=_path_or_none(config.getoption("gate_thresholds")),
             sign_key=_path_or_none(config.getoption("sign_key")),

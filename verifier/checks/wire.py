@@ -14,7 +14,10 @@ each case's metrics); this family's own cases fail on them. Codes:
 - parameters: ``max_tokens_not_honoured``, ``stop_not_honoured``, ``n_ignored``,
   ``seed_not_reproducible``, ``logprobs_missing``, ``logprobs_inconsistent``;
 - errors: ``invalid_request_accepted`` (2xx), ``invalid_request_5xx``,
-  ``invalid_request_hang``, ``error_shape``;
+  ``invalid_request_hang``, ``error_shape``; for the bad requests ``--negative`` generates
+  from the request schema (:mod:`verifier.cases.negative`) also ``server_degraded`` (a valid
+  request sent right after the bad one failed), and for its valid edge requests
+  ``valid_request_rejected``;
 - usage: ``usage_missing``, ``usage_total_wrong``, ``completion_tokens_mismatch`` (with a
   profile: completion_tokens far from the answer's length under the model's tokenizer);
 - profile policies: ``sampling_limit_not_enforced`` (a value outside the model's limits
@@ -29,12 +32,14 @@ each case's metrics); this family's own cases fail on them. Codes:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import Counter
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from ..errors import EndpointTimeout
+from ..cases.negative import BASES, MODEL, schema_fields
+from ..errors import EndpointError, EndpointTimeout
 from ..outcome import CaseRecord, Finding, Outcome
 from ..protocol.answers import ChatResult, Choice
 from ..protocol.requests import Chat, Exchange, Raw, Request
@@ -366,6 +371,88 @@ def _run_invalid(case: Case, ctx: RunContext) -> Graded:
     return invalid_request_findings(result, "invalid"), {"requests": 1}
 
 
+def _generated_body(data: Mapping[str, Any], model: str) -> str:
+    """A generated case's body as sent, with the run's model where the placeholder is.
+
+    Sent as bytes, exactly: the client would otherwise set ``stream`` and ``stream_options``
+    itself, and those are fields the generator mutates.
+    """
+    if "raw_body" in data:
+        return str(data["raw_body"]).replace(json.dumps(MODEL), json.dumps(model))
+    body = dict(data["request"])
+    if body.get("model") == MODEL:
+        body["model"] = model
+    return json.dumps(body, ensure_ascii=False)
+
+
+def _run_generated(case: Case, ctx: RunContext) -> Graded:
+    """A generated request: a bad one refused, and the server still answering the next one.
+
+    A valid edge request must be answered.
+    """
+    data = case.data
+    metrics: dict[str, Any] = {"field": data["field"], "mutation": data["mutation"]}
+    if data.get("needs") == "vision" and not ctx.vision:
+        # A bad image request to an endpoint without images says nothing of the field.
+        raise _Unsupported("the endpoint takes no images (probe)")
+    accept = data["expect"] == "accept"
+    what = "a valid request at the schema's boundary" if accept else "an invalid request"
+    sent = _generated_body(data, ctx.model)
+    shown = f"{data['field']} {data['mutation'].replace('_', ' ')}: {excerpt(sent, 240)}"
+    # An accepted streamed request is read as the stream it asked for (not retried as garbage).
+    stream = (data.get("request") or {}).get("stream") is True
+    try:
+        result = yield Raw(sent.encode(), "application/json", "bad", stream=stream)
+    except EndpointTimeout as exc:
+        code = "valid_request_rejected" if accept else "invalid_request_hang"
+        findings = [Finding(code, f"{what} got no answer: {exc.message}; the request, {shown}")]
+    else:
+        metrics["status"] = result.status
+        metrics["param"] = (result.error_object or {}).get("param")
+        if accept:
+            findings = [] if result.ok else [_rejected_edge(result, shown)]
+        else:
+            findings = [
+                dataclasses.replace(f, message=f"{f.message}; the request, {shown}")
+                for f in invalid_request_findings(result, "bad")
+            ]
+    if accept:
+        return findings, {**metrics, "requests": 1}
+    # The next user's request, right after the bad one: a plain one any endpoint answers.
+    # Retried as any request is; only one that fails through every retry is a finding.
+    plain = {**BASES["plain"], "model": ctx.model}
+    try:
+        after = yield Chat(plain, "after", keep_persistent_5xx=True)
+    except EndpointError as exc:
+        findings.append(_degraded(f"got no answer: {exc.message}"))
+    else:
+        if not after.ok:
+            findings.append(_degraded(f"got HTTP {after.status}"))
+    return findings, {**metrics, "requests": 2}
+
+
+def _rejected_edge(result: ChatResult, shown: str) -> Finding:
+    said = (result.error_object or {}).get("message", "")
+    return Finding(
+        "valid_request_rejected",
+        f"a valid request was refused with HTTP {result.status}"
+        + (f" ({said!s:.160})" if said else "")
+        + f"; the request, {shown}",
+        expected="2xx",
+        actual=result.status,
+        attempt="bad",
+    )
+
+
+def _degraded(what: str) -> Finding:
+    return Finding(
+        "server_degraded",
+        f"a valid request sent right after the bad one {what}",
+        expected="2xx",
+        attempt="after",
+    )
+
+
 def _answers(
     case: Case, request: Mapping[str, Any]
 ) -> Generator[Request, ChatResult, list[ChatResult]]:
@@ -654,6 +741,7 @@ def _run_generation_defaults(case: Case, ctx: RunContext) -> Graded:
 # The checks that are not "send the request, grade the answer" (see _run_answered).
 RUNS: dict[str, Callable[[Case, RunContext], Graded]] = {
     "invalid": _run_invalid,
+    "generated": _run_generated,
     "sampling_limits": _run_sampling_limits,
     "sampling_pins": _run_sampling_pins,
     "served_model": _run_served_model,
@@ -662,12 +750,50 @@ RUNS: dict[str, Callable[[Case, RunContext], Graded]] = {
 
 
 def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Per check: how many cases passed (pure)."""
+    """Per check: how many cases passed; with ``--negative``, its coverage per field (pure)."""
     checks: dict[str, Counter[str]] = {}
+    generated = []
     for record in records:
         check = record.outcome.metrics.get("check", "?")
         checks.setdefault(check, Counter())[record.status] += 1
-    return {"checks": {k: dict(sorted(v.items())) for k, v in sorted(checks.items())}}
+        if check == "generated":
+            generated.append(record)
+    summary: dict[str, Any] = {
+        "checks": {k: dict(sorted(v.items())) for k, v in sorted(checks.items())}
+    }
+    if generated:
+        summary["negative"] = negative_coverage(generated)
+    return summary
+
+
+def negative_coverage(records: Iterable[CaseRecord]) -> dict[str, Any]:
+    """The generated requests per field of the request schema: mutations sent, cases failed.
+
+    Every field the schema declares is listed, those no generated case touched with none; a
+    field of ``(body)`` stands for the mutations of the body's bytes. A case the endpoint
+    could not be asked (an image request where images are not taken) covers nothing; it is
+    counted as ``unsupported``.
+    """
+    fields: dict[str, dict[str, Any]] = {name: _no_cases() for name in schema_fields()}
+    for record in records:
+        metrics = record.outcome.metrics
+        entry = fields.setdefault(metrics["field"], _no_cases())
+        if record.status == "unsupported":
+            entry["unsupported"] += 1
+            continue
+        entry["cases"] += 1
+        entry["failed"] += record.status == "fail"
+        entry["mutations"] = sorted({*entry["mutations"], metrics["mutation"]})
+    declared = schema_fields()
+    return {
+        "schema_fields": len(declared),
+        "covered": sum(fields[name]["cases"] > 0 for name in declared),
+        "fields": fields,
+    }
+
+
+def _no_cases() -> dict[str, Any]:
+    return {"cases": 0, "failed": 0, "unsupported": 0, "mutations": []}
 
 
 def cost(case: Case) -> float:
@@ -675,6 +801,9 @@ def cost(case: Case) -> float:
     check = case.data["check"]
     if check == "generation_defaults":
         return 3.0
+    if check == "generated":
+        # A refused request, then a plain one; an edge request is answered.
+        return 1.0 if case.data["expect"] == "accept" else QUICK + 1.0
     return 2.0 if check in ("parity", "seed") else QUICK if check == "invalid" else 1.0
 
 
@@ -685,7 +814,8 @@ def run(case: Case, ctx: RunContext) -> Exchange:
     try:
         findings, metrics = yield from RUNS.get(check, _run_answered)(case, ctx)
     except _Unsupported as exc:
-        return unsupported(str(exc), {"check": check, "requests": 0})
+        generated = {k: case.data[k] for k in ("field", "mutation") if check == "generated"}
+        return unsupported(str(exc), {"check": check, "requests": 0, **generated})
     except _Rejected as refused:
         return rejected(check, refused.result, {"check": check, "requests": 1})
     return Outcome.from_findings(findings, metrics={**metrics, "check": check})

@@ -175,6 +175,11 @@ class VerifierSession:
 
             extra, digest = generated_cases(run.generated, run.generation_seed)
             corpus = corpus.extended(extra, "structured_output/generated", digest)
+        if run.negative and "wire" in run.families:
+            from ..cases.negative import negative_cases
+
+            extra, digest = negative_cases(run.negative, run.seed)
+            corpus = corpus.extended(extra, "wire/negative", digest)
         for case in corpus.cases:
             check = FAMILIES[case.family].check_case
             if check is not None:
@@ -207,7 +212,8 @@ class VerifierSession:
             self.capabilities = probe(
                 self.client,
                 run.model,
-                vision="vision" in run.families,
+                # --negative's image requests are sent only where images are taken.
+                vision="vision" in run.families or bool(run.negative and "wire" in run.families),
                 tokenizer=bool({"chat_template", "tokenizer", "reasoning"} & set(run.families)),
                 logprobs=parity,
             )

@@ -242,6 +242,20 @@ INVALID_REQUEST_500 = _define(
 INVALID_REQUEST_200 = _define(
     "invalid-request-200", "wire", "answers invalid requests with HTTP 200 as if valid"
 )
+INVALID_REQUEST_POISONS = _define(
+    "invalid-request-poisons",
+    "wire",
+    "after refusing an invalid request, answers the next N chat requests with HTTP 500 (its "
+    "worker restarting)",
+    param="N",
+    default="4",
+)
+NON_ASCII_PROPERTIES_REJECTED = _define(
+    "non-ascii-properties-rejected",
+    "wire",
+    "refuses a tool's parameters or a response schema with a non-ASCII property name (as "
+    "XGrammar once did)",
+)
 USAGE_TOTAL_WRONG = _define(
     "usage-total-wrong", "wire", "reports total_tokens one more than the sum"
 )

@@ -41,6 +41,7 @@ from .defects import (
     INVALID_REQUEST_200,
     INVALID_REQUEST_500,
     INVALID_REQUEST_HANG,
+    INVALID_REQUEST_POISONS,
     KV_CACHE_DIVERGENCE,
     MISSING_REASONING_500,
     MISSING_REASONING_HANG,
@@ -71,6 +72,11 @@ def error_body(
 ) -> dict[str, Any]:
     """An OpenAI-shaped error object."""
     return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
+def _not_json(constant: str) -> Any:
+    """Python reads NaN and Infinity; JSON (RFC 8259) has no syntax for them."""
+    raise ValueError(f"{constant} is not JSON")
 
 
 class SimulatorServer(ThreadingHTTPServer):
@@ -133,6 +139,7 @@ class SimulatorServer(ThreadingHTTPServer):
         self.closing = threading.Event()
         self._counter = itertools.count(1)
         self._lock = threading.Lock()
+        self._poisoned = 0
 
     def server_close(self) -> None:
         """Let held requests go, then close the listening socket."""
@@ -174,6 +181,21 @@ class SimulatorServer(ThreadingHTTPServer):
         """Number the chat requests 1, 2, 3, ... (faults like every-3rd use it)."""
         with self._lock:
             return next(self._counter)
+
+    def poison(self) -> None:
+        """Under invalid-request-poisons: fail the next N chat requests."""
+        count = self.defects.param(INVALID_REQUEST_POISONS)
+        if count is not None:
+            with self._lock:
+                self._poisoned = int(count)
+
+    def poisoned(self) -> bool:
+        """Whether this chat request is one a refused invalid request has poisoned."""
+        with self._lock:
+            if self._poisoned > 0:
+                self._poisoned -= 1
+                return True
+            return False
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -326,13 +348,17 @@ class Handler(BaseHTTPRequestHandler):
             rejection = Rejection(415, "Content-Type must be application/json")
         else:
             try:
-                request = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError):
+                request = json.loads(raw, parse_constant=_not_json)
+            except (ValueError, UnicodeDecodeError):
                 rejection = Rejection(400, "the request body is not valid JSON")
             else:
                 rejection = request_problem(request, self.server.policy)
         if rejection is not None and not self._tolerant():
             self._reject(rejection)
+            self.server.poison()
+            return
+        if self.server.poisoned():
+            self._send_json(500, error_body("the worker is restarting", "server_error"))
             return
         if rejection is not None:
             request = {

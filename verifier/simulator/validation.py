@@ -12,9 +12,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
+from jsonschema.exceptions import SchemaError, best_match
 from PIL import Image
 
+from .. import resources
 from ..reference.dialect import DEFAULT_FIELD, Dialect
 from ..reference.images import decode_data_url
 from ..reference.profiles import Profile, pinned_values
@@ -22,6 +23,7 @@ from .defects import (
     DYNAMIC_TOOLS_IGNORED,
     DYNAMIC_TOOLS_REJECTED,
     MISSING_REASONING_ACCEPTED,
+    NON_ASCII_PROPERTIES_REJECTED,
     REASONING_HISTORY_REJECTED,
     SAMPLING_LIMITS_IGNORED,
     SAMPLING_PINS_IGNORED,
@@ -62,6 +64,7 @@ class Policy:
     refuses_reasoning: bool = False
     dynamic_tools: bool = False
     refuses_dynamic_tools: bool = False
+    refuses_non_ascii_properties: bool = False
 
     @classmethod
     def of(cls, profile: Profile | None, defects: Defects, *, vision: bool, model: str) -> Policy:
@@ -83,6 +86,7 @@ class Policy:
             if profile
             else False,
             refuses_dynamic_tools=defects.has(DYNAMIC_TOOLS_REJECTED),
+            refuses_non_ascii_properties=defects.has(NON_ASCII_PROPERTIES_REJECTED),
         )
 
 
@@ -359,6 +363,8 @@ def request_problem(request: Any, policy: Policy | None = None) -> Rejection | N
     problem = _tools_problem(request.get("tools"))
     if problem:
         return Rejection(400, problem, param="tools")
+    if policy.refuses_non_ascii_properties and _non_ascii_property(request):
+        return Rejection(400, "grammar compilation failed: a property name is not ASCII")
     problem = response_format_problem(request.get("response_format"))
     if problem:
         return Rejection(400, problem, "invalid_response_format", "response_format")
@@ -374,4 +380,29 @@ def request_problem(request: Any, policy: Policy | None = None) -> Rejection | N
                 problem = image_problem(part, policy)
                 if problem:
                     return Rejection(400, problem, "invalid_image", "messages")
-    return None
+    return _contract_problem(request)
+
+
+def _non_ascii_property(value: Any) -> bool:
+    """Whether a ``properties`` object anywhere in `value` has a non-ASCII name."""
+    if isinstance(value, dict):
+        names = value.get("properties")
+        if isinstance(names, dict) and not all(name.isascii() for name in names):
+            return True
+        return any(_non_ascii_property(item) for item in value.values())
+    if isinstance(value, list):
+        return any(_non_ascii_property(item) for item in value)
+    return False
+
+
+def _contract_problem(request: Mapping[str, Any]) -> Rejection | None:
+    """The request against the OpenAI request schema (``schemas/chat_request.schema.json``).
+
+    After the checks above, which name the common mistakes in words of their own: this
+    catches every other field of the wrong type, range or value.
+    """
+    error = best_match(resources.validator("chat_request").iter_errors(request))
+    if error is None:
+        return None
+    param = str(error.path[0]) if error.path else None
+    return Rejection(400, f"{error.json_path}: {error.message}", param=param)
