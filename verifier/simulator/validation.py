@@ -383,6 +383,15 @@ def request_problem(request: Any, policy: Policy | None = None) -> Rejection | N
     return _contract_problem(request)
 
 
+def _declares_tools(message: Any) -> bool:
+    return (
+        isinstance(message, dict)
+        and message.get("role") == "system"
+        and "tools" in message
+        and message.get("content") is None
+    )
+
+
 def _non_ascii_property(value: Any) -> bool:
     """Whether a ``properties`` object anywhere in `value` has a non-ASCII name."""
     if isinstance(value, dict):
@@ -399,8 +408,12 @@ def _contract_problem(request: Mapping[str, Any]) -> Rejection | None:
     """The request against the OpenAI request schema (``schemas/chat_request.schema.json``).
 
     After the checks above, which name the common mistakes in words of their own: this
-    catches every other field of the wrong type, range or value.
+    catches every other field of the wrong type, range or value. A system message that
+    declares tools needs no content: Kimi K3's extension of the OpenAI messages, whether or not
+    this vendor then offers those tools to the model (``dynamic-tools-ignored``).
     """
+    messages = [{**m, "content": ""} if _declares_tools(m) else m for m in request["messages"]]
+    request = {**request, "messages": messages}
     error = best_match(resources.validator("chat_request").iter_errors(request))
     if error is None:
         return None
