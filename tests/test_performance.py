@@ -108,7 +108,7 @@ def test_delivered_tokens_are_counted_per_whole_text_a_stream_s_pieces_joined() 
             {"index": 1, "message": {"content": "Bye"}},
         ]
     }
-    assert delivered_texts({"response": body}) == ["Hi there", "Bye"]
+    assert delivered_texts({"status": 200, "response": body}) == ["Hi there", "Bye"]
     failed = {"label": "wire/f#1", "status": 500, "fault": "http_5xx", "retry": False}
     lines = [json.dumps(record).encode(), json.dumps({**failed, "response": body}).encode()]
     words = ("words", lambda text: len(text.split()))

@@ -24,6 +24,7 @@ from .answers import (
     Problem,
     ToolCall,
     logprob_entries,
+    parse_completion,
     reasoning_field_of,
     reasoning_of,
 )
@@ -414,3 +415,18 @@ def accumulate(
     for event in decoder.close():
         accumulator.add_event(event)
     return accumulator.finish(unterminated=decoder.unterminated)
+
+
+def read_recorded(response: Any, *, status: int, stream: bool) -> ChatResult:
+    """An answer as the transcript recorded it (a body, or a stream's chunks), read again.
+
+    By the same parsers an answer on the wire goes through: a stream's chunks through the one
+    accumulator, a body through :func:`~verifier.protocol.answers.parse_completion`.
+    """
+    if not stream:
+        return parse_completion(status, json.dumps(response).encode(), {})
+    accumulator = StreamAccumulator(ChatResult(stream=True, status=status))
+    for chunk in response if isinstance(response, list) else []:
+        data = chunk if isinstance(chunk, str) else json.dumps(chunk)
+        accumulator.add_event(SSEEvent(None, data))
+    return accumulator.finish()

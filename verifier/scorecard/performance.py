@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from ..protocol.stream import read_recorded
 from ..stats import quantile_interval, rate
 from .provenance import answers_of
 
@@ -61,30 +62,20 @@ def _count(usage: Mapping[str, Any] | None, *path: str) -> int:
 def delivered_texts(record: Mapping[str, Any]) -> list[str]:
     """The texts an answer delivered, each to be counted in tokens as a whole.
 
-    Per choice: its content, its reasoning and each tool call's name and arguments, a
-    stream's pieces joined in order (a token split across chunks is counted once).
+    Per choice: its content, its reasoning and each tool call's name and arguments, as the
+    one stream accumulator joins a stream's pieces (a token split across chunks counts once).
     """
-    texts: dict[tuple[Any, ...], str] = {}
-    for answer in answers_of(record.get("response")):
-        for choice in answer.get("choices") or []:
-            if not isinstance(choice, dict):
-                continue
-            index = choice.get("index")
-            part = choice.get("message") or choice.get("delta")
-            if not isinstance(part, dict):
-                continue
-            for key in ("content", "reasoning_content", "reasoning"):
-                if isinstance(part.get(key), str):
-                    texts[index, key] = texts.get((index, key), "") + part[key]
-            for number, call in enumerate(part.get("tool_calls") or []):
-                function = call.get("function") if isinstance(call, dict) else None
-                if not isinstance(function, dict):
-                    continue
-                where: tuple[Any, ...] = (index, "tool", call.get("index", number))
-                for key in ("name", "arguments"):
-                    if isinstance(function.get(key), str):
-                        texts[where] = texts.get(where, "") + function[key]
-    return [text for text in texts.values() if text]
+    status = record.get("status")
+    result = read_recorded(
+        record.get("response"),
+        status=status if isinstance(status, int) else 0,
+        stream=bool(record.get("stream")),
+    )
+    texts = []
+    for choice in result.choices:
+        texts += [choice.content or "", choice.reasoning or ""]
+        texts += [(call.name or "") + (call.arguments or "") for call in choice.tool_calls]
+    return [text for text in texts if text]
 
 
 class _Family:
