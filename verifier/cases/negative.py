@@ -4,19 +4,18 @@ Valid requests (:data:`BASES`) hold between them every field of
 ``schemas/chat_request.schema.json``. Every field of each is mutated in each way
 :func:`_mutations` knows (missing, null, another type, empty, out of range, not an integer, a
 value no enumeration or pattern allows, oversize, a URL that is neither http nor a well-formed
-data URL), and a mutation is kept when the
-schema rejects the request it makes: the contract, not a list, decides what is bad. Three more
-are made on the body's bytes, which JSON Schema cannot express: a body cut short, a duplicated
-key, a non-finite number. Each bad request is the smallest base that holds its field, with one
-mutation: nothing else in it can be what the endpoint objects to.
+data URL), and a mutation is kept when the schema rejects the request it makes: the contract,
+not a list, decides what is bad. Three more are made on the body's bytes, which JSON Schema
+cannot express: a body cut short, a duplicated key, a non-finite number. Each bad request is
+the smallest base that holds its field, with one mutation: nothing else in it can be what the
+endpoint objects to.
 
-:data:`EDGES` are requests the schema accepts at its boundaries (non-ASCII property names in a
-tool's parameters, an empty description, a tool name of 64 characters, a large enumeration):
-an endpoint must answer them.
+:func:`edge_requests` are requests the schema accepts at its boundaries (non-ASCII property
+names in a tool's parameters, an empty description, a tool name of 64 characters, a large
+enumeration): an endpoint must answer them.
 
-``--negative N`` takes N of them (default: :data:`DEFAULT_COUNT`), spread over the fields in a
-seeded order, so that any N covers as many fields as it can; the same seed gives the same
-cases.
+``--negative N`` takes N of them (default: none), spread over the fields in a seeded order,
+so that any N covers as many fields as it can; the same seed gives the same cases.
 """
 
 from __future__ import annotations
@@ -28,7 +27,7 @@ import json
 import math
 import random
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from jsonschema.exceptions import best_match
@@ -38,7 +37,6 @@ from .corpus import Case
 
 # Where the run puts the model it tests; a mutation of the field replaces this placeholder.
 MODEL = "$MODEL"
-DEFAULT_COUNT = 0
 USER = {"role": "user", "content": "Say hi."}
 WEATHER = {
     "type": "function",
@@ -65,7 +63,7 @@ ANSWER_SCHEMA = {
     "additionalProperties": False,
 }
 
-# The valid requests whose fields are mutated, by name; each needs what `needs` says.
+# The valid requests whose fields are mutated, by name (what one needs of the endpoint: NEEDS).
 BASES: dict[str, dict[str, Any]] = {
     "plain": {"model": MODEL, "messages": [USER], "max_tokens": 8, "user": "verifier"},
     "sampling": {
@@ -248,14 +246,15 @@ def _replaced(body: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[s
 
 def rejected_by_schema(body: Any) -> str | None:
     """The schema's complaint about a request body (its JSON path and message), or None."""
-    error = best_match(resources.validator("chat_request").iter_errors(_with_model(body)))
+    # The schema sees a model where the run fills one in (any non-empty string does).
+    error = best_match(resources.validator("chat_request").iter_errors(with_model(body, "m")))
     return None if error is None else f"{error.json_path}: {error.message}"
 
 
-def _with_model(body: Any) -> Any:
-    # The schema sees the model the run fills in (any non-empty string).
+def with_model(body: Any, model: str) -> Any:
+    """`body` with `model` where the :data:`MODEL` placeholder is (a mutated model stays)."""
     if isinstance(body, dict) and body.get("model") == MODEL:
-        return {**body, "model": "m"}
+        return {**body, "model": model}
     return body
 
 
@@ -390,14 +389,6 @@ def _resolve(schema: dict[str, Any], ref: str) -> Any:
     for part in ref.removeprefix("#/").split("/"):
         node = node[part]
     return node
-
-
-def coverage(cases: Iterable[dict[str, Any]]) -> dict[str, list[str]]:
-    """Per field of the schema, the mutations `cases` make of it (none: an empty list)."""
-    covered: dict[str, list[str]] = {field: [] for field in schema_fields()}
-    for case in cases:
-        covered.setdefault(case["field"], []).append(case["mutation"])
-    return covered
 
 
 def chosen(count: int, seed: int) -> list[dict[str, Any]]:

@@ -38,7 +38,7 @@ from collections import Counter
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from ..cases.negative import BASES, MODEL, schema_fields
+from ..cases.negative import BASES, MODEL, schema_fields, with_model
 from ..errors import EndpointError, EndpointTimeout
 from ..outcome import CaseRecord, Finding, Outcome
 from ..protocol.answers import ChatResult, Choice
@@ -379,10 +379,7 @@ def _generated_body(data: Mapping[str, Any], model: str) -> str:
     """
     if "raw_body" in data:
         return str(data["raw_body"]).replace(json.dumps(MODEL), json.dumps(model))
-    body = dict(data["request"])
-    if body.get("model") == MODEL:
-        body["model"] = model
-    return json.dumps(body, ensure_ascii=False)
+    return json.dumps(with_model(data["request"], model), ensure_ascii=False)
 
 
 def _run_generated(case: Case, ctx: RunContext) -> Graded:
