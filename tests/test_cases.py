@@ -174,7 +174,9 @@ def test_a_cache_turned_off_or_unwritable_changes_nothing(
     root = write(tmp_path / "cases", json.dumps(GOOD_CASE))
     assert [c.id for c in load_corpus(["structured_output"], root).cases] == ["one"]
     assert [c.id for c in load_corpus(["structured_output"], root).cases] == ["one"]
-    assert not cache.is_marked(VALIDATED, "0" * 64)
+    # Nothing was kept: no folder (turned off), or none could be made (under a file).
+    folder = cache.cache_dir()
+    assert folder is None if not where else not folder.exists()
 
 
 def test_the_cache_folder_follows_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
