@@ -317,13 +317,19 @@ class EndpointClient:
         )
 
     def post_raw(
-        self, content: bytes, *, content_type: str, label: str = "", stream: bool = False
+        self,
+        content: bytes,
+        *,
+        content_type: str,
+        label: str = "",
+        stream: bool = False,
+        retried: bool = True,
     ) -> ChatResult:
         """POST bytes as they are to ``/chat/completions`` (for malformed-request checks).
 
         A 5xx that outlives the retries is returned, not raised: for a request that
         must be rejected, the server error is the finding. With `stream` (the bytes ask for
-        one) an answer is read as a stream.
+        one) an answer is read as a stream; without `retried`, the first answer stands.
         """
         return self._with_retries(
             lambda: self._send(
@@ -342,6 +348,7 @@ class EndpointClient:
             keep_persistent_5xx=True,
             url=f"{self.display_url}/chat/completions",
             retry_non_json=True,
+            retries=None if retried else 0,
         )
 
     @property
@@ -396,6 +403,7 @@ class EndpointClient:
                     content_type=request.content_type,
                     label=label,
                     stream=request.stream,
+                    retried=request.retried,
                 )
             case Post():
                 return self.post_json(
@@ -443,15 +451,18 @@ class EndpointClient:
         keep_persistent_5xx: bool,
         url: str,
         retry_non_json: bool = False,
+        retries: int | None = None,
     ) -> ChatResult:
         """Call `send` until its answer stands or the retries run out; record every attempt.
+
+        `retries` overrides the client's ``max_retries`` for this request.
 
         Raises:
             EndpointError: a transport failure or a 429/5xx outlived the retries (a
                 persistent 5xx is returned instead with `keep_persistent_5xx`), or the
                 endpoint rejected the key.
         """
-        attempts = self.max_retries + 1
+        attempts = (self.max_retries if retries is None else retries) + 1
         for attempt in range(1, attempts + 1):
             started = time.perf_counter()
             final = attempt == attempts

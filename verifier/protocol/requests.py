@@ -51,6 +51,8 @@ class Raw:
     """Bytes ``POST``ed as they are to ``/chat/completions`` (malformed-request checks).
 
     `stream`: the bytes ask for a stream, so an answer that comes is read as one.
+    `retried`: False sends it once, its first answer standing (a shrinking step, judged by
+    what one answer shows).
     """
 
     content: bytes
@@ -58,6 +60,7 @@ class Raw:
     name: str
     observe: bool = True
     stream: bool = False
+    retried: bool = True
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
