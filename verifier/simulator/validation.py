@@ -168,18 +168,72 @@ def response_format_problem(response_format: Any) -> str | None:
     return _schema_problem(json.dumps(schema))
 
 
+# The deepest schema the vendor compiles, as OpenAI's structured outputs limit nesting; deeper
+# ones are refused before any recursion over them.
+MAX_SCHEMA_DEPTH = 32
+# Lower and upper bounds of one keyword pair; a pair whose lower bound exceeds its upper one
+# admits no value.
+_BOUNDS = (
+    ("minLength", "maxLength"),
+    ("minimum", "maximum"),
+    ("minItems", "maxItems"),
+    ("minProperties", "maxProperties"),
+)
+
+
 @functools.lru_cache(maxsize=1024)
 def _schema_problem(schema_json: str) -> str | None:
     """Why a response_format's schema (as JSON) is unusable; checked once per schema."""
+    where = "response_format.json_schema.schema"
     schema = json.loads(schema_json)
+    if _depth(schema) > MAX_SCHEMA_DEPTH:
+        return f"{where} is nested deeper than {MAX_SCHEMA_DEPTH} levels"
     try:
         Draft202012Validator.check_schema(schema)
     except SchemaError as exc:
-        return f"response_format.json_schema.schema is not a valid JSON Schema: {exc.message}"
+        return f"{where} is not a valid JSON Schema: {exc.message}"
     missing = _unresolved_refs(schema, schema)
     if missing:
-        return f"response_format.json_schema.schema has unresolvable $ref {missing[0]!r}"
+        return f"{where} has unresolvable $ref {missing[0]!r}"
+    impossible = _impossible(schema)
+    if impossible:
+        return f"{where} admits no value: {impossible}"
     return None
+
+
+def _depth(value: Any) -> int:
+    """How deep JSON `value` nests (iteratively: a deep one must not exhaust the stack)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if isinstance(node, dict):
+            stack += [(child, depth + 1) for child in node.values()]
+        elif isinstance(node, list):
+            stack += [(child, depth + 1) for child in node]
+    return deepest
+
+
+def _impossible(schema: Any) -> str | None:
+    """A keyword pair or an empty enumeration anywhere in `schema` that no value satisfies."""
+    if isinstance(schema, list):
+        return next((found for item in schema if (found := _impossible(item))), None)
+    if not isinstance(schema, dict):
+        return None
+    for low, high in _BOUNDS:
+        lower, upper = schema.get(low), schema.get(high)
+        if isinstance(lower, int | float) and isinstance(upper, int | float) and lower > upper:
+            return f"{low} {lower} is above {high} {upper}"
+    if schema.get("enum") == []:
+        return "enum is empty"
+    return next(
+        (
+            found
+            for key, child in schema.items()
+            if key not in ("const", "enum", "default", "examples") and (found := _impossible(child))
+        ),
+        None,
+    )
 
 
 def _tools_problem(tools: Any) -> str | None:
@@ -200,6 +254,9 @@ def _tools_problem(tools: Any) -> str | None:
         parameters = function.get("parameters", {})
         if not isinstance(parameters, dict):
             return f"tools[{position}].function.parameters must be a JSON Schema object"
+        where = f"tools[{position}].function.parameters"
+        if _depth(parameters) > MAX_SCHEMA_DEPTH:
+            return f"{where} is nested deeper than {MAX_SCHEMA_DEPTH} levels"
     return None
 
 
@@ -417,5 +474,5 @@ def _contract_problem(request: Mapping[str, Any]) -> Rejection | None:
     error = best_match(resources.validator("chat_request").iter_errors(request))
     if error is None:
         return None
-    param = str(error.path[0]) if error.path else None
+    param = str(error.absolute_path[0]) if error.absolute_path else None
     return Rejection(400, f"{error.json_path}: {error.message}", param=param)
