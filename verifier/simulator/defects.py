@@ -250,6 +250,20 @@ INVALID_REQUEST_POISONS = _define(
     param="N",
     default="4",
 )
+INVALID_REQUEST_SLOWS = _define(
+    "invalid-request-slows",
+    "wire",
+    "after refusing an invalid request, holds the next chat request S seconds before "
+    "answering it (a worker rebuilding its state)",
+    param="S",
+    default="3",
+)
+ERROR_PARAM_WRONG = _define(
+    "error-param-wrong",
+    "wire",
+    "names 'prompt' as the param of every error it answers a refused request with, whatever "
+    "field was at fault (an error path shared with the legacy completions route)",
+)
 NON_ASCII_PROPERTIES_REJECTED = _define(
     "non-ascii-properties-rejected",
     "wire",

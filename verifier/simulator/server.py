@@ -29,6 +29,7 @@ from ..reference.tokenizer import encode_all_special
 from .answers import completion_body, one_token_sampled, stream_events
 from .defects import (
     BAD_RESPONSE_FORMAT_500,
+    ERROR_PARAM_WRONG,
     FAULT_429,
     FAULT_500,
     FAULT_GARBAGE,
@@ -42,6 +43,7 @@ from .defects import (
     INVALID_REQUEST_500,
     INVALID_REQUEST_HANG,
     INVALID_REQUEST_POISONS,
+    INVALID_REQUEST_SLOWS,
     KV_CACHE_DIVERGENCE,
     MISSING_REASONING_500,
     MISSING_REASONING_HANG,
@@ -140,6 +142,7 @@ class SimulatorServer(ThreadingHTTPServer):
         self._counter = itertools.count(1)
         self._lock = threading.Lock()
         self._poisoned = 0
+        self._held = 0.0
 
     def server_close(self) -> None:
         """Let held requests go, then close the listening socket."""
@@ -183,11 +186,17 @@ class SimulatorServer(ThreadingHTTPServer):
             return next(self._counter)
 
     def poison(self) -> None:
-        """Under invalid-request-poisons: fail the next N chat requests."""
+        """After a refused invalid request: fail the next N chat requests, or hold the next one.
+
+        As invalid-request-poisons and invalid-request-slows ask; neither, nothing.
+        """
         count = self.defects.param(INVALID_REQUEST_POISONS)
-        if count is not None:
-            with self._lock:
+        held = self.defects.param(INVALID_REQUEST_SLOWS)
+        with self._lock:
+            if count is not None:
                 self._poisoned = int(count)
+            if held is not None:
+                self._held = float(held)
 
     def poisoned(self) -> bool:
         """Whether this chat request is one a refused invalid request has poisoned."""
@@ -196,6 +205,12 @@ class SimulatorServer(ThreadingHTTPServer):
                 self._poisoned -= 1
                 return True
             return False
+
+    def held(self) -> float:
+        """Seconds to hold this chat request, after a refused invalid request (then 0)."""
+        with self._lock:
+            seconds, self._held = self._held, 0.0
+            return seconds
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -360,6 +375,7 @@ class Handler(BaseHTTPRequestHandler):
         if self.server.poisoned():
             self._send_json(500, error_body("the worker is restarting", "server_error"))
             return
+        time.sleep(self.server.held())
         if rejection is not None:
             request = {
                 "model": self.server.policy.model,
@@ -466,7 +482,8 @@ class Handler(BaseHTTPRequestHandler):
             self._hold()
         else:
             error = error_body(rejection.message, code=rejection.code)
-            error["error"]["param"] = rejection.param
+            wrong = defects.has(ERROR_PARAM_WRONG)
+            error["error"]["param"] = "prompt" if wrong else rejection.param
             self._send_json(rejection.status, error)
 
     def _tolerant(self) -> bool:
