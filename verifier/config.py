@@ -43,6 +43,8 @@ FAMILY_NAMES = (
 PARITY = "parity"
 # The built-in families a run without --families runs when it has no reference.
 DEFAULT_FAMILIES = tuple(name for name in FAMILY_NAMES if name != PARITY)
+# The seed sent with every request, and the generated sets' seed, when --seed is not given.
+DEFAULT_SEED = 1234
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _Number = TypeVar("_Number", int, float)

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from .config import (
+    DEFAULT_SEED,
     FAMILY_NAMES,
     PARITY,
     RunConfig,
@@ -94,8 +95,8 @@ _OPTIONS = (
         "--seed",
         metavar="N",
         parse=non_negative_int,
-        default=1234,
-        help="seed sent with every request (default: 1234)",
+        default=DEFAULT_SEED,
+        help=f"seed sent with every request (default: {DEFAULT_SEED})",
     ),
     _option(
         "--timeout",
@@ -144,9 +145,8 @@ _OPTIONS = (
         "--negative",
         metavar="N",
         parse=non_negative_int,
-        default=0,
         help="add N wire cases: bad requests made from the request schema's fields, and valid "
-        "edge ones, spread over the fields, seeded by --seed (default: 0)",
+        "edge ones, spread over the fields, seeded by --seed (default: one per field; 0: none)",
     ),
     _option(
         "--generated-seed",
@@ -271,15 +271,16 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     _register_families(config)
     try:
+        families = _families_option(
+            config.getoption("families"),
+            reference=config.getoption("reference_endpoint") is not None
+            or config.getoption("baseline") is not None,
+        )
         run_config = RunConfig(
             endpoint=endpoint,
             model=config.getoption("model"),
             api_key_env=config.getoption("api_key_env"),
-            families=_families_option(
-                config.getoption("families"),
-                reference=config.getoption("reference_endpoint") is not None
-                or config.getoption("baseline") is not None,
-            ),
+            families=families,
             repeats=_repeats_option(config.getoption("repeats")),
             seed=config.getoption("seed"),
             timeout=config.getoption("timeout"),
@@ -291,7 +292,7 @@ def pytest_configure(config: pytest.Config) -> None:
             generated=config.getoption("generated"),
             profile=config.getoption("profile"),
             generated_seed=config.getoption("generated_seed"),
-            negative=config.getoption("negative"),
+            negative=_negative_count(config.getoption("negative"), families),
             gate=config.getoption("gate") or config.getoption("gate_thresholds") is not None,
             gate_thresholds=_path_or_none(config.getoption("gate_thresholds")),
             sign_key=_path_or_none(config.getoption("sign_key")),
@@ -313,6 +314,17 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.set_blocked("hypothesispytest")
     except VerifierError as exc:
         raise pytest.UsageError(str(exc)) from None
+
+
+def _negative_count(value: int | None, families: tuple[str, ...]) -> int:
+    """--negative as given, else one case per field of the request schema (when wire runs)."""
+    if value is not None:
+        return value
+    if "wire" not in families:
+        return 0
+    from .cases.negative import default_count
+
+    return default_count()
 
 
 def _path_or_none(value: str | None) -> Path | None:
