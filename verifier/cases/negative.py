@@ -3,19 +3,24 @@
 Valid requests (:data:`BASES`) hold between them every field of
 ``schemas/chat_request.schema.json``. Every field of each is mutated in each way
 :func:`_mutations` knows (missing, null, another type, empty, out of range, not an integer, a
-value no enumeration or pattern allows, oversize, a URL that is neither http nor a well-formed
-data URL), and a mutation is kept when the schema rejects the request it makes: the contract,
-not a list, decides what is bad. Three more are made on the body's bytes, which JSON Schema
-cannot express: a body cut short, a duplicated key, a non-finite number. Each bad request is
-the smallest base that holds its field, with one mutation: nothing else in it can be what the
-endpoint objects to.
+value no enumeration or pattern allows, oversize, an image URL that is neither http nor a
+well-formed base64 image data URL), and a mutation is kept when the schema rejects the request
+it makes: the contract, not a list, decides what is bad. Four more are made on the body's
+bytes, which JSON Schema cannot express: a body cut short, a duplicated key, a non-finite
+number, Latin-1 bytes. A few are bad beyond what the schema can see (:func:`_beyond_schema`):
+an image that cannot be fetched or decoded, a response schema no value satisfies; and
+pathological JSON Schemas (:data:`PATHOLOGICAL`) an endpoint may refuse or answer, but not
+with a server error or a hang. Each bad request is the smallest base that holds its field,
+with one change: nothing else in it can be what the endpoint objects to; :func:`smaller`
+offers smaller ones still, for the search that shrinks a failure.
 
 :func:`edge_requests` are requests the schema accepts at its boundaries (non-ASCII property
 names in a tool's parameters, an empty description, a tool name of 64 characters, a large
 enumeration): an endpoint must answer them.
 
-``--negative N`` takes N of them (default: none), spread over the fields in a seeded order,
-so that any N covers as many fields as it can; the same seed gives the same cases.
+``--negative N`` takes N of them (default: one per field, :func:`default_count`), spread over
+the fields in a seeded order, so that any N covers as many fields as it can; the same seed
+gives the same cases.
 """
 
 from __future__ import annotations
@@ -27,13 +32,18 @@ import json
 import math
 import random
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from jsonschema.exceptions import best_match
 
-from .. import resources
+from .. import cache, resources
+from ..reference.profiles import pinned_values
 from .corpus import Case
+
+# The verifier's cache kind of the generated bad requests.
+GENERATED = "negative-requests"
 
 # Where the run puts the model it tests; a mutation of the field replaces this placeholder.
 MODEL = "$MODEL"
@@ -196,7 +206,14 @@ def _mutations(value: Any, in_object: bool) -> Iterator[tuple[str, Any]]:
         yield "oversize", "x" * 65
         if value.startswith(("http", "data:")):
             yield "non_http_url", "ftp://example.invalid/image.png"
+            # A server that honoured it would hand its own files to the caller.
+            yield "file_url", "file:///etc/hostname"
             yield "bad_data_url", "data:image/png;base64,@@@not base64"
+            yield "not_image_data_url", "data:text/plain;base64,aGVsbG8="
+            head, _, data = value.partition("base64,")
+            urlsafe = data.replace("+", "-").replace("/", "_")
+            if urlsafe != data:
+                yield "urlsafe_base64", f"{head}base64,{urlsafe}"
     elif isinstance(value, list):
         yield "empty", []
         if value:
@@ -251,6 +268,29 @@ def rejected_by_schema(body: Any) -> str | None:
     return None if error is None else f"{error.json_path}: {error.message}"
 
 
+def narrowed(body: Any, sampling: Mapping[str, Mapping[str, Any]], keep: str | None) -> Any:
+    """`body` within a profile's sampling limits and pins, but for its field `keep` (pure).
+
+    The request schema is OpenAI's; a model's release may narrow it (a temperature pinned,
+    a top_p capped). A bad request's other values, and an edge request's every value, are
+    moved inside them (to the first pinned value, or the nearest bound), so that its one
+    change stays all that is wrong with it, or nothing is.
+    """
+    if not isinstance(body, dict):
+        return body
+    changed = dict(body)
+    for name, limit in sampling.items():
+        value = changed.get(name)
+        if name == keep or isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        pinned = pinned_values(limit)
+        if pinned:
+            changed[name] = value if value in pinned else pinned[0]
+        else:
+            changed[name] = min(max(value, limit.get("min", value)), limit.get("max", value))
+    return changed
+
+
 def with_model(body: Any, model: str) -> Any:
     """`body` with `model` where the :data:`MODEL` placeholder is (a mutated model stays)."""
     if isinstance(body, dict) and body.get("model") == MODEL:
@@ -262,10 +302,23 @@ def with_model(body: Any, model: str) -> Any:
 def bad_requests() -> tuple[dict[str, Any], ...]:
     """Every bad request the bases and mutations give, the schema-rejected ones only.
 
-    Each is ``{"id", "field", "mutation", "base", "request" | "raw_body", "why"}``, in a fixed
-    order; a field that several bases hold is mutated in the first base that holds it. Made
-    once per process (validating every candidate takes a second); not to be changed.
+    Each is ``{"id", "field", "mutation", "base", "request" | "raw_body", "why", "expect"}``,
+    in a fixed order; a field that several bases hold is mutated in the first base that holds
+    it. Made once per process, and kept in the verifier's cache under a digest of this module
+    and the schemas (validating every candidate takes a third of a second); not to be changed.
     """
+    key = hashlib.sha256(
+        Path(__file__).read_bytes() + resources.schemas_digest().encode()
+    ).hexdigest()
+    kept = cache.read(GENERATED, key)
+    if kept is not None:
+        return tuple(json.loads(kept))
+    made = _made()
+    cache.write(GENERATED, key, json.dumps(made, ensure_ascii=False).encode())
+    return made
+
+
+def _made() -> tuple[dict[str, Any], ...]:
     found: list[dict[str, Any]] = []
     seen: set[tuple[str, str]] = set()
     for base_name, base in BASES.items():
@@ -280,10 +333,116 @@ def bad_requests() -> tuple[dict[str, Any], ...]:
                 if why is None:
                     continue
                 seen.add((field, kind))
-                found.append(_case(base_name, field, kind, {"request": body}, why))
+                found.append(
+                    _case(base_name, field, kind, {"request": body, "path": list(path)}, why)
+                )
     for kind, raw, why in _raw_mutations(BASES["plain"]):
         found.append(_case("plain", "(body)", kind, {"raw_body": raw}, why))
+    # Latin-1 bytes: the text is valid JSON, only its encoding is wrong.
+    latin = {**BASES["plain"], "messages": [{"role": "user", "content": "Größe?"}]}
+    encoded = {"raw_body": json.dumps(latin, ensure_ascii=False), "encoding": "latin-1"}
+    why = "the body is Latin-1, where JSON must be UTF-8 (RFC 8259)"
+    found.append(_case("plain", "(body)", "not_utf8", encoded, why))
+    for base_name, path, kind, replacement, why, expect in _beyond_schema():
+        body = {"request": _replaced(BASES[base_name], path, replacement), "path": list(path)}
+        found.append(_case(base_name, field_name(path), kind, body, why, expect))
     return tuple(found)
+
+
+def _nested(depth: int) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "string"}
+    for _ in range(depth):
+        schema = {
+            "type": "object",
+            "properties": {"a": schema},
+            "required": ["a"],
+            "additionalProperties": False,
+        }
+    return schema
+
+
+# JSON Schemas that are valid documents but hard or impossible to generate for: an endpoint may
+# refuse them, or answer them, but within its time and without a server error.
+PATHOLOGICAL: dict[str, tuple[dict[str, Any], str]] = {
+    "recursive_schema": (
+        {
+            "$defs": {
+                "node": {
+                    "type": "object",
+                    "properties": {
+                        "value": {"type": "string"},
+                        "next": {"anyOf": [{"$ref": "#/$defs/node"}, {"type": "null"}]},
+                    },
+                    "required": ["value", "next"],
+                    "additionalProperties": False,
+                }
+            },
+            "$ref": "#/$defs/node",
+        },
+        "a schema that refers to itself (a linked list)",
+    ),
+    "deep_nesting": (_nested(100), "objects nested 100 deep"),
+    "huge_enum": (
+        {
+            "type": "object",
+            "properties": {"item": {"enum": [f"item-{i}" for i in range(10_000)]}},
+            "required": ["item"],
+            "additionalProperties": False,
+        },
+        "an enumeration of 10,000 values",
+    ),
+    "unsatisfiable_schema": (
+        {
+            "type": "object",
+            "properties": {"a": {"type": "string", "minLength": 3, "maxLength": 1}},
+            "required": ["a"],
+            "additionalProperties": False,
+        },
+        "no value satisfies it: a string of at least 3 and at most 1 characters",
+    ),
+}
+# The mutations the request schema cannot see (the request is well-formed; what it asks is not).
+BEYOND_SCHEMA = frozenset({"unreachable_url", "undecodable_image", *PATHOLOGICAL})
+SCHEMA_PATHS = {
+    "tools": ("tools", 0, "function", "parameters"),
+    "json_schema": ("response_format", "json_schema", "schema"),
+}
+
+
+def _beyond_schema() -> Iterator[tuple[str, tuple[Any, ...], str, Any, str, str]]:
+    """(base, path, kind, replacement, why, expect): bad requests the request schema cannot see.
+
+    Well-formed, but asking for what cannot be had: an image that cannot be fetched or
+    decoded, a JSON Schema no answer can satisfy (``reject``); or pathological JSON Schemas
+    an endpoint may refuse or answer (``bounded``: no server error, no hang).
+    """
+    url = ("messages", 0, "content", 1, "image_url", "url")
+    unreachable = "https://image.invalid/pixel.png"
+    yield (
+        "image",
+        url,
+        "unreachable_url",
+        unreachable,
+        "the host is under .invalid, which never resolves (RFC 6761)",
+        "reject",
+    )
+    not_png = "data:image/png;base64,aGVsbG8gd29ybGQ="
+    yield (
+        "image",
+        url,
+        "undecodable_image",
+        not_png,
+        "the data URL's bytes are not an image",
+        "reject",
+    )
+    for base, path in SCHEMA_PATHS.items():
+        for kind, (schema, why) in PATHOLOGICAL.items():
+            # A response no value satisfies cannot be given; a tool no call satisfies
+            # can still be left uncalled.
+            expect = (
+                "reject" if kind == "unsatisfiable_schema" and base == "json_schema" else "bounded"
+            )
+            yield base, path, kind, schema, why, expect
 
 
 def _raw_mutations(base: dict[str, Any]) -> Iterator[tuple[str, str, str]]:
@@ -297,11 +456,21 @@ def _raw_mutations(base: dict[str, Any]) -> Iterator[tuple[str, str, str]]:
     yield "non_finite", nan, "temperature is NaN, which JSON has no syntax for"
 
 
-def _case(base: str, field: str, kind: str, body: dict[str, Any], why: str) -> dict[str, Any]:
+def _case(
+    base: str, field: str, kind: str, body: dict[str, Any], why: str, expect: str = "reject"
+) -> dict[str, Any]:
     where = field.replace("[]", ".n")
     slug = re.sub(r"[^a-z0-9]+", "-", f"{base}-{where}-{kind}".lower()).strip("-")
     case_id = f"negative-{slug}"[:100]
-    return {"id": case_id, "field": field, "mutation": kind, "base": base, **body, "why": why}
+    return {
+        "id": case_id,
+        "field": field,
+        "mutation": kind,
+        "base": base,
+        **body,
+        "why": why,
+        "expect": expect,
+    }
 
 
 def edge_requests() -> list[dict[str, Any]]:
@@ -351,7 +520,7 @@ def edge_requests() -> list[dict[str, Any]]:
         ),
     ]
     return [
-        _case("edge", field, kind, {"request": body}, "valid at the schema's boundary")
+        _case("edge", field, kind, {"request": body}, "valid at the schema's boundary", "accept")
         for field, kind, body in edges
     ]
 
@@ -391,6 +560,133 @@ def _resolve(schema: dict[str, Any], ref: str) -> Any:
     return node
 
 
+def smaller(
+    case: dict[str, Any], body: dict[str, Any], path: list[Any]
+) -> Iterator[tuple[dict[str, Any], list[Any]]]:
+    """Smaller requests than `body` that are bad for the same reason as `case` (pure).
+
+    `body` is the case's request or a smaller one found before, `path` where its change is
+    there. A part is a key of an object or an item of an array, never the change or what holds
+    it; a smaller request is kept when the change is still all that is wrong with it: the same
+    schema complaint, and the request valid with the base's value put back, its tool results
+    each answering an earlier call (for a change the schema cannot see, the request valid as
+    it is). In the order most worth sending, as delta debugging does: every part that can go,
+    gone (in one pass from the last part to the first); then each half of the parts that can
+    go one by one; then `body` less each of those parts.
+    """
+    keeps = _Keeps(case, body, path)
+    singles = [
+        part
+        for part, _ in _paths(body)
+        if not _holds(part, path) and keeps(*_without(body, path, [part]))
+    ]
+    least, where = body, path
+    for part in reversed(singles):
+        candidate, moved = _without(least, where, [part])
+        if keeps(candidate, moved):
+            least, where = candidate, moved
+    half = len(singles) // 2
+    groups = [singles[:half], singles[half:]] if half else []
+    offered: list[dict[str, Any]] = [body]
+    if least not in offered:
+        offered.append(least)
+        yield least, where
+    for group in [*groups, *([part] for part in singles)]:
+        candidate, moved = _without(body, path, group)
+        if candidate not in offered and keeps(candidate, moved):
+            offered.append(candidate)
+            yield candidate, moved
+
+
+def _holds(part: tuple[Any, ...], path: list[Any]) -> bool:
+    return list(part) == path[: len(part)]
+
+
+def _without(
+    body: dict[str, Any], path: list[Any], parts: list[tuple[Any, ...]]
+) -> tuple[dict[str, Any], list[Any]]:
+    """`body` less `parts` (given parents first), and where the change at `path` is then."""
+    for part in reversed(parts):
+        if _at(body, list(part)) is not ABSENT:
+            body, path = _replaced(body, part, ABSENT), _moved(path, part)
+    return body, path
+
+
+class _Keeps:
+    """Whether a smaller request is still bad only by `case`'s change (see :func:`smaller`)."""
+
+    def __init__(self, case: dict[str, Any], body: dict[str, Any], path: list[Any]) -> None:
+        self.original = _at(BASES[case["base"]], case["path"])
+        self.beyond = case["mutation"] in BEYOND_SCHEMA
+        where, self.said = _complaint(body) or ([], "")
+        # The complaint is at the change or at what holds it (a missing key's object).
+        self.depth = len(where) if where == path[: len(where)] else None
+
+    def __call__(self, candidate: dict[str, Any], moved: list[Any]) -> bool:
+        if self.beyond:
+            return rejected_by_schema(candidate) is None and _answers_calls(candidate)
+        if _complaint(candidate) != (moved[: self.depth], self.said) or self.depth is None:
+            return False
+        restored = _replaced(candidate, tuple(moved), self.original)
+        return rejected_by_schema(restored) is None and _answers_calls(restored)
+
+
+def _answers_calls(body: dict[str, Any]) -> bool:
+    """Every tool message answers a call an earlier assistant message made (the API's rule)."""
+    called: set[Any] = set()
+    for message in body.get("messages") or []:
+        if not isinstance(message, dict):
+            continue
+        for call in message.get("tool_calls") or []:
+            if isinstance(call, dict):
+                called.add(call.get("id"))
+        if message.get("role") == "tool" and message.get("tool_call_id") not in called:
+            return False
+    return True
+
+
+def _complaint(body: Any) -> tuple[list[Any], str] | None:
+    """Where the schema's complaint about `body` is, and what it says; None for none."""
+    error = best_match(resources.validator("chat_request").iter_errors(with_model(body, "m")))
+    return None if error is None else (list(error.absolute_path), error.message)
+
+
+def _at(body: Any, path: list[Any]) -> Any:
+    """The value at `path` in `body`, or :data:`ABSENT`."""
+    node = body
+    for step in path:
+        try:
+            node = node[step]
+        except (KeyError, IndexError, TypeError):
+            return ABSENT
+    return node
+
+
+def _moved(path: list[Any], deleted: tuple[Any, ...]) -> list[Any]:
+    """`path` after the array item at `deleted` is taken out before it (else unchanged)."""
+    depth = len(deleted) - 1
+    index = deleted[-1]
+    if (
+        isinstance(index, int)
+        and len(path) > depth
+        and list(deleted[:-1]) == path[:depth]
+        and isinstance(path[depth], int)
+        and index < path[depth]
+    ):
+        return [*path[:depth], path[depth] - 1, *path[depth + 1 :]]
+    return path
+
+
+def every_case() -> list[dict[str, Any]]:
+    """The bad and the edge requests, in their fixed order."""
+    return [*bad_requests(), *edge_requests()]
+
+
+def default_count() -> int:
+    """``--negative``'s default: one case per field that has any, so every run covers them all."""
+    return len({case["field"] for case in every_case()})
+
+
 def chosen(count: int, seed: int) -> list[dict[str, Any]]:
     """`count` of the bad and edge requests, spread over the fields.
 
@@ -399,7 +695,7 @@ def chosen(count: int, seed: int) -> list[dict[str, Any]]:
     """
     rng = random.Random(seed)
     by_field: dict[str, list[dict[str, Any]]] = {}
-    for case in [*bad_requests(), *edge_requests()]:
+    for case in every_case():
         by_field.setdefault(case["field"], []).append(case)
     queues = []
     for field in sorted(by_field):
@@ -419,8 +715,7 @@ def negative_cases(count: int, seed: int) -> tuple[list[Case], str]:
     """`count` generated wire cases (``check: generated``) and the sha256 that identifies them."""
     cases = []
     for number, data in enumerate(chosen(count, seed), start=1):
-        expect = "accept" if data["base"] == "edge" else "reject"
-        entry = {**data, "check": "generated", "expect": expect}
+        entry = {**data, "check": "generated"}
         if data["base"] in NEEDS:
             entry["needs"] = NEEDS[data["base"]]
         cases.append(Case("wire", data["id"], entry, f"negative(seed={seed}):{number}"))
