@@ -83,7 +83,13 @@ ROWS: tuple[Row, ...] = (
     _row("json-in-markdown-fence", structured_output={"fenced_json"}),
     _row("ignore-keyword:maxItems", structured_output={"schema_mismatch"}),
     _row("strict-accepted-not-enforced", structured_output={"schema_mismatch"}),
-    _row("bad-response-format-500", structured_output={"malformed_format_5xx"}),
+    _row(
+        "bad-response-format-500",
+        "the default generated wire cases hold malformed response formats too, and get the "
+        "same server error",
+        structured_output={"malformed_format_5xx"},
+        wire={"invalid_request_5xx"},
+    ),
     _row("truncated-json-finish-stop", structured_output={"truncated_without_length"}),
     # tool_calling
     _row("tool-args-not-json", tool_calling={"invalid_json"}),
@@ -153,6 +159,22 @@ ROWS: tuple[Row, ...] = (
         # The generated bad requests alone (-k), one at a time: each is followed by its own
         # plain request, which the poison fails through every retry (4 attempts by default).
         verifier=("--negative", "40", "-k", "negative and not invalid", "--concurrency", "1"),
+        families=("wire",),
+    ),
+    Row(
+        "invalid-request-slows",
+        {"wire": frozenset({"server_degraded"})},
+        # Twelve generated cases alone (-k), one at a time: the plain request after each
+        # refused one is held 3 s, against milliseconds just before it.
+        verifier=("--negative", "12", "-k", "negative and not invalid", "--concurrency", "1"),
+        families=("wire",),
+    ),
+    Row(
+        "error-param-wrong",
+        {"wire": frozenset({"error_param_wrong"})},
+        # The default generated set alone (-k): every refusal of a field's change names
+        # 'prompt'. The hand-written invalid requests grade the status and shape only.
+        verifier=("-k", "negative and not invalid"),
         families=("wire",),
     ),
     Row(
@@ -248,7 +270,13 @@ ROWS: tuple[Row, ...] = (
     _row("vision-webp-unsupported-silently", vision={"format_not_seen"}),
     _row("vision-jpeg-costs-more", vision={"image_tokens_inconsistent"}),
     _row("vision-token-miscount-large", profile="vision", vision={"image_tokens_mismatch"}),
-    _row("vision-invalid-image-500", vision={"invalid_image_5xx"}),
+    _row(
+        "vision-invalid-image-500",
+        "the default generated wire cases hold invalid images too, and get the same server "
+        "error",
+        vision={"invalid_image_5xx"},
+        wire={"invalid_request_5xx"},
+    ),
     # A defect switched on only under load: the verifier's own concurrency triggers it.
     _row(
         "defect-under-concurrency:2",

@@ -552,7 +552,11 @@ def test_a_fault_that_outlives_the_retries_has_its_own_code(
     extra: tuple[str, ...],
 ) -> None:
     url = simulator("--defect", defect, "--fault-seed", seed)
-    run = checked(run_verifier(url, "--families", "wire", "--max-retries", "0", *extra))
+    # Without the generated set: its image requests make the probe ask one request more (which
+    # these seeds' faults would hit), and its pathological requests, which this vendor answers,
+    # keep a server error as their finding, as every request that must not get one does.
+    wire = ("--families", "wire", "--negative", "0")
+    run = checked(run_verifier(url, *wire, "--max-retries", "0", *extra))
     hit = [o for o in run.outcomes().values() if o["status"] == status and o.get("code") == code]
     others = [o for o in run.outcomes().values() if o["status"] in ("error", "fail")]
     assert hit, run.stdout[-2000:]

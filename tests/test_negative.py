@@ -8,24 +8,38 @@ case; each defect below gives exactly its code.
 
 from __future__ import annotations
 
+import copy
+import itertools
 import json
 import re
 from collections.abc import Callable
+from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.conftest import KIMI_PROFILE, VerifierRun
 from verifier import resources
 from verifier.cases.negative import (
     BASES,
+    BEYOND_SCHEMA,
+    MODEL,
     bad_requests,
     chosen,
     edge_requests,
+    field_name,
+    narrowed,
     negative_cases,
     rejected_by_schema,
     schema_fields,
+    smaller,
     with_model,
 )
+from verifier.checks.registry import RunContext
+from verifier.checks.wire import SHRINK_SENDS, _shrink, degradation, param_findings, slowed
+from verifier.errors import EndpointError, EndpointStatusError, EndpointTimeout
+from verifier.protocol.answers import ChatResult, parse_completion
 from verifier.simulator.validation import Policy, request_problem
 
 ALL = len(bad_requests()) + len(edge_requests())
@@ -38,12 +52,17 @@ def test_every_base_and_edge_request_is_valid_and_every_bad_one_is_not() -> None
     for edge in edge_requests():
         assert rejected_by_schema(edge["request"]) is None, edge["id"]
     for bad in bad_requests():
+        if bad["mutation"] in BEYOND_SCHEMA:
+            # Well-formed: an image that cannot be had, a JSON Schema hard or impossible to meet.
+            assert rejected_by_schema(bad["request"]) is None, bad["id"]
+            continue
         if "request" in bad:
             assert rejected_by_schema(bad["request"]) == bad["why"], bad["id"]
             continue
-        # Made on the bytes: not JSON at all, or JSON whose reading is invalid.
+        # Made on the bytes: not UTF-8, not JSON at all, or JSON whose reading is invalid.
+        raw = bad["raw_body"].encode(bad.get("encoding", "utf-8"))
         try:
-            body = json.loads(bad["raw_body"], parse_constant=_refuse)
+            body = json.loads(raw, parse_constant=_refuse)
         except ValueError:
             continue
         assert rejected_by_schema(body) is not None, bad["id"]
@@ -72,13 +91,14 @@ def test_a_seed_gives_the_same_cases_and_any_count_spreads_over_the_fields() -> 
     cases, digest = negative_cases(12, 7)
     assert [c.id for c in cases] == [c["id"] for c in chosen(12, 7)]
     assert digest == negative_cases(12, 7)[1] != negative_cases(12, 8)[1]
-    assert {c.data["expect"] for c in negative_cases(ALL, 7)[0]} == {"accept", "reject"}
+    expected = {c.data["expect"] for c in negative_cases(ALL, 7)[0]}
+    assert expected == {"accept", "reject", "bounded"}
 
 
 def test_the_simulated_vendor_refuses_every_bad_request_and_takes_every_edge() -> None:
     policy = Policy(model="m")
     for bad in bad_requests():
-        if "request" in bad:
+        if "request" in bad and bad["expect"] == "reject":
             body = with_model(bad["request"], "m")
             assert request_problem(body, policy) is not None, bad["id"]
     for edge in edge_requests():
@@ -140,3 +160,170 @@ def test_a_vendor_that_mishandles_bad_requests_fails_the_generated_ones_with_one
     seed = run.scorecard["settings"]["seed"]
     rejects = sum(c.data["expect"] == "reject" for c in negative_cases(12, seed)[0])
     assert failed == rejects
+
+
+def _bad(case_id: str) -> dict[str, Any]:
+    return next(case for case in bad_requests() if case["id"] == case_id)
+
+
+@pytest.mark.parametrize("case", [c for c in bad_requests() if "path" in c], ids=lambda c: c["id"])
+def test_every_smaller_request_is_still_bad_only_by_the_change(case: dict[str, Any]) -> None:
+    original = case["request"]
+    size = len(json.dumps(original))
+    for candidate, path in itertools.islice(smaller(case, original, case["path"]), 6):
+        assert len(json.dumps(candidate)) < size
+        assert field_name(tuple(path)) == case["field"]
+        if case["mutation"] in BEYOND_SCHEMA:
+            assert rejected_by_schema(candidate) is None
+            continue
+        assert rejected_by_schema(candidate) is not None
+        restored = copy.deepcopy(candidate)
+        parent = restored
+        for step in path[:-1]:
+            parent = parent[step]
+        parent[path[-1]] = _value_at(BASES[case["base"]], case["path"])
+        assert rejected_by_schema(restored) is None
+
+
+def _value_at(body: Any, path: list[Any]) -> Any:
+    for step in path:
+        body = body[step]
+    return body
+
+
+def test_the_smallest_request_keeps_what_the_failure_needs() -> None:
+    """The search sends smaller requests and keeps the one that fails as the case did.
+
+    Here the endpoint accepts the bad ``n`` only when ``seed`` is there: the search ends
+    with the smallest request that still has both, found with the requests it reports.
+    """
+    case = {**_bad("negative-sampling-n-wrong-type"), "check": "generated"}
+    sent: list[dict[str, Any]] = []
+    search = _shrink(case, RunContext(model="m", seed=1), {"invalid_request_accepted"})
+    request = next(search)
+    try:
+        while True:
+            body = json.loads(request.content)
+            sent.append(body)
+            status = 200 if "seed" in body else 400
+            answer = {"error": {"message": "bad n", "type": "invalid_request_error"}}
+            if status == 200:
+                answer = {
+                    "id": "x",
+                    "object": "chat.completion",
+                    "created": 1,
+                    "model": "m",
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": "hi"},
+                            "finish_reason": "stop",
+                        }
+                    ],
+                }
+            result = parse_completion(
+                status, json.dumps(answer).encode(), {"content-type": "application/json"}
+            )
+            request = search.send(result)
+    except StopIteration as done:
+        shrunk, sends = done.value
+    assert shrunk == {
+        "model": MODEL,
+        "messages": [{"role": "user", "content": "Say hi."}],
+        "n": "1",
+        "seed": 7,
+    }
+    assert sends == len(sent) <= SHRINK_SENDS
+    assert all(body["model"] == "m" and body["n"] == "1" for body in sent)
+
+
+def test_the_new_kinds_are_made_as_documented() -> None:
+    kinds = {(c["field"], c["mutation"]): c for c in bad_requests()}
+    url = "messages[].content[].image_url.url"
+    for kind in ("file_url", "not_image_data_url", "urlsafe_base64", "unreachable_url"):
+        assert kinds[(url, kind)]["expect"] == "reject"
+    assert kinds[(url, "urlsafe_base64")]["request"]["messages"][0]["content"][1]["image_url"][
+        "url"
+    ].startswith("data:image/png;base64,")
+    latin = kinds[("(body)", "not_utf8")]
+    raw = latin["raw_body"].encode(latin["encoding"])
+    with pytest.raises(UnicodeDecodeError):
+        raw.decode("utf-8")
+    schema = "response_format.json_schema.schema"
+    assert kinds[(schema, "unsatisfiable_schema")]["expect"] == "reject"
+    bounded = {key for key, case in kinds.items() if case["expect"] == "bounded"}
+    assert bounded == {
+        (field, kind)
+        for field in ("tools[].function.parameters", schema)
+        for kind in ("recursive_schema", "deep_nesting", "huge_enum", "unsatisfiable_schema")
+    } - {(schema, "unsatisfiable_schema")}
+
+
+@pytest.mark.parametrize(
+    ("param", "field", "named"),
+    [
+        ("temperature", "temperature", True),
+        ("messages.0.content", "messages[].content", True),
+        ("body/messages/2/tool_call_id", "messages[].tool_call_id", True),
+        ("messages", "messages[].content[].image_url.url", True),
+        ("prompt", "temperature", False),
+        ("max_tokens", "messages[].content", False),
+        (None, "temperature", True),
+        ("", "temperature", True),
+    ],
+)
+def test_an_error_param_must_name_a_part_of_the_field_where_one_is_given(
+    param: str | None, field: str, named: bool
+) -> None:
+    codes = [f.code for f in param_findings(param, field)]
+    assert codes == ([] if named else ["error_param_wrong"])
+
+
+@given(
+    baseline=st.floats(min_value=0.001, max_value=60), after=st.floats(min_value=0, max_value=600)
+)
+def test_a_request_is_slowed_only_past_five_times_its_baseline_and_two_seconds(
+    baseline: float, after: float
+) -> None:
+    assert slowed(baseline, after) == (after > 5 * baseline and after > baseline + 2)
+
+
+def _answer(status: int = 200, attempts: int = 1, latency: float = 0.1) -> ChatResult:
+    return ChatResult(stream=False, status=status, attempts=attempts, latency=latency)
+
+
+@pytest.mark.parametrize(
+    ("control", "after", "seen"),
+    [
+        (_answer(), _answer(latency=0.2), None),
+        (_answer(), EndpointStatusError("500 x4", status=500, attempts=4), "no answer"),
+        (_answer(), _answer(status=400), "HTTP 400"),
+        (_answer(), _answer(latency=3.0), "took 3.00 s"),
+        # A failure or a wait that a flaky network explains as well: nothing said.
+        (_answer(), EndpointStatusError("500", status=500, attempts=1), None),
+        (_answer(), _answer(attempts=2, latency=3.0), None),
+        # No control to compare with: the endpoint failed without any bad request.
+        (_answer(attempts=2), _answer(status=400), None),
+        (_answer(status=503), _answer(status=400), None),
+        (EndpointTimeout("no answer", attempts=4), _answer(status=400), None),
+    ],
+)
+def test_a_degradation_is_named_only_against_a_control_answered_at_once(
+    control: ChatResult | EndpointError, after: ChatResult | EndpointError, seen: str | None
+) -> None:
+    said = degradation(control, after)
+    assert (said is None) == (seen is None) and (seen is None or seen in str(said))
+
+
+def test_a_profile_narrows_every_sampling_value_but_the_changed_one() -> None:
+    sampling = {"temperature": {"fixed": 0.6}, "top_p": {"min": 0.5, "max": 0.95}}
+    body = {**BASES["sampling"], "top_p": "0.5"}
+    # The changed field stays as the case made it; the others move inside the policy.
+    assert narrowed(body, sampling, "top_p") == {**body, "temperature": 0.6}
+    assert narrowed({**body, "top_p": 0.99}, sampling, "temperature")["top_p"] == 0.95
+    assert narrowed({**body, "top_p": 0.1}, sampling, None) == {
+        **body,
+        "temperature": 0.6,
+        "top_p": 0.5,
+    }
+    assert narrowed(body, {}, None) == body

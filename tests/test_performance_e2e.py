@@ -48,7 +48,8 @@ def test_a_paced_vendor_gets_a_performance_section_a_load_curve_and_a_speed_gate
     assert [r["concurrency"] for r in performance["load"]["levels"]] == [1, 4]
     assert [r["requests"] for r in performance["load"]["levels"]] == [8, 8]
     # The load probe's requests are its own: in no family, not overall.
-    assert performance["overall"]["requests"] == wire["requests"] + 2  # the probe's two
+    # The probe's three: the model list, a chat request, an image (the generated set has images).
+    assert performance["overall"]["requests"] == wire["requests"] + 3
     # The gate: a TTFT under 5 ms is missed, a decode rate over 1 token/s met.
     missed = run.scorecard["gate"]["families"]["wire"]["missed"]
     assert [m["threshold"] for m in missed] == ["max_ttft_p90_ms"]

@@ -26,10 +26,12 @@ from tests.conftest import (
     family_cells,
 )
 from tests.llama.server import LlamaServer
+from tests.negative_outcomes import assert_recorded, generated, hand_written
 from tests.server_behaviour import WIRE_DEFECTS, spells_a_special_token
 from tests.test_compare_browser import open_page
 from verifier import resources
 from verifier.cases.corpus import load_corpus
+from verifier.cases.negative import default_count
 from verifier.config import DEFAULT_FAMILIES
 from verifier.reference.profiles import load_profile
 from verifier.scorecard.gate import evaluate
@@ -279,7 +281,13 @@ def test_wire(realserver_run: SuiteRun, name: str) -> None:
     """Shapes, the SSE protocol, parity, usage, max_tokens, stop, n, seed and logprobs hold;
     the failures are the server's, listed in WIRE_DEFECTS with what was observed."""
     run = realserver_run(name)
-    outcomes = {k.split("/", 1)[1]: v for k, v in run.outcomes().items() if k.startswith("wire/")}
+    every = {k.split("/", 1)[1]: v for k, v in run.outcomes().items() if k.startswith("wire/")}
+    # The default generated set (one request per field of the request schema): each outcome
+    # as recorded; the stock process's recording holds the whole set
+    # (test_realserver_negative.py).
+    assert len(generated(every)) == default_count()
+    assert_recorded(every, f"llama-{name}")
+    outcomes = hand_written(every)
     failed = {case_id: o["code"] for case_id, o in outcomes.items() if o["status"] == "fail"}
     assert failed == WIRE_DEFECTS
     # Kimi K2 Instruct's contract states no sampling limits, no pins and no generation

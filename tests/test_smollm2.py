@@ -35,13 +35,15 @@ import pytest
 from tests.conftest import VerifierRun, compare, family_cells, verify
 from tests.llama.files import SMOLLM2_ARGS
 from tests.llama.server import LlamaServer
+from tests.negative_outcomes import assert_recorded, hand_written
 from tests.parity_servers import NO_CACHE, compare_with, record
 from tests.server_behaviour import WIRE_DEFECTS, spells_a_special_token
 from tests.test_compare_browser import open_page
 from tests.trimmed import LEFT_OUT, WHOLE, kept_cases, selection
 from tests.vllm.server import VllmServer
 from verifier.cases.corpus import load_corpus
-from verifier.config import DEFAULT_FAMILIES
+from verifier.cases.negative import default_count, negative_cases
+from verifier.config import DEFAULT_FAMILIES, DEFAULT_SEED
 from verifier.reference.profiles import Profile, load_profile
 from verifier.scorecard import signing
 
@@ -139,11 +141,11 @@ def outcomes(run: VerifierRun, family: str) -> dict[str, dict[str, Any]]:
 
 
 def failed(run: VerifierRun, family: str) -> dict[str, str]:
-    return {
-        case_id: o["code"]
-        for case_id, o in outcomes(run, family).items()
-        if o["status"] in ("fail", "error")
-    }
+    return failed_in(outcomes(run, family))
+
+
+def failed_in(found: dict[str, dict[str, Any]]) -> dict[str, str]:
+    return {case_id: o["code"] for case_id, o in found.items() if o["status"] in ("fail", "error")}
 
 
 @pytest.mark.parametrize("vendor", ["llama", "vllm"])
@@ -154,6 +156,9 @@ def test_the_run_is_the_trimmed_corpus_and_well_formed(
     assert set(run.scorecard["families"]) == set(DEFAULT_FAMILIES)
     for family in WHOLE:
         every = {c.id for c in load_corpus([family]).cases}
+        if family == "wire":
+            # The default generated set (one bad or edge request per field) runs too.
+            every |= {c.id for c in negative_cases(default_count(), DEFAULT_SEED)[0]}
         assert set(outcomes(run, family)) == {c for c in every if LEFT_OUT not in c}
     for family, ids in KEPT.items():
         assert set(outcomes(run, family)) == set(ids), family
@@ -282,8 +287,11 @@ class TestLlamaServer:
         and no chunk ever carries ``role``. With the Kimi test model, whose answers start with
         ASCII, the first chunk names the role. The verifier reports what it saw.
         """
-        assert failed(run, "wire") == WIRE_DEFECTS | {"stream-unicode": "role_missing"}
-        unsupported = {c for c, o in outcomes(run, "wire").items() if o["status"] == "unsupported"}
+        wire = outcomes(run, "wire")
+        assert_recorded(wire, "smollm2-llama")
+        wire = hand_written(wire)
+        assert failed_in(wire) == WIRE_DEFECTS | {"stream-unicode": "role_missing"}
+        unsupported = {c for c, o in wire.items() if o["status"] == "unsupported"}
         assert unsupported == {
             c.id
             for c in load_corpus(["wire"]).cases
@@ -393,14 +401,17 @@ class TestVllm:
           sampling"): an honest unsupported, as are the checks of a model's contract (sampling
           limits and pins, served model ids): SmolLM2's profile states none.
         """
-        assert failed(run, "wire") == {
+        wire = outcomes(run, "wire")
+        assert_recorded(wire, "vllm")
+        wire = hand_written(wire)
+        assert failed_in(wire) == {
             "invalid-wrong-role": "invalid_request_accepted",
             "invalid-tool-result-without-call": "invalid_request_accepted",
             "logprobs-plain": "logprobs_inconsistent",
             "logprobs-top-3": "logprobs_inconsistent",
             "logprobs-stream": "logprobs_inconsistent",
         }
-        unsupported = {c for c, o in outcomes(run, "wire").items() if o["status"] == "unsupported"}
+        unsupported = {c for c, o in wire.items() if o["status"] == "unsupported"}
         assert unsupported == {
             "n-2",
             "n-3",

@@ -12,12 +12,15 @@ import pytest
 from tests.conftest import VerifierRun
 from verifier import resources
 from verifier.cases.corpus import load_corpus
+from verifier.cases.negative import default_count, negative_cases
+from verifier.config import DEFAULT_SEED
 
 pytestmark = pytest.mark.slow
 
 Run = Callable[..., VerifierRun]
 Start = Callable[..., str]
-WIRE = load_corpus(["wire"]).cases
+# The corpus's own cases, and the default generated set (one bad or edge request per field).
+WIRE = [*load_corpus(["wire"]).cases, *negative_cases(default_count(), DEFAULT_SEED)[0]]
 
 
 def wire_run(run_verifier: Run, url: str, *args: str) -> VerifierRun:
