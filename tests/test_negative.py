@@ -36,10 +36,24 @@ from verifier.cases.negative import (
     smaller,
     with_model,
 )
+from verifier.checks.bad_requests import (
+    SHRINK_SENDS,
+    _next_user,
+    _shrink,
+    degradation,
+    param_findings,
+    slowed,
+)
 from verifier.checks.registry import RunContext
-from verifier.checks.wire import SHRINK_SENDS, _shrink, degradation, param_findings, slowed
-from verifier.errors import EndpointError, EndpointStatusError, EndpointTimeout
+from verifier.errors import (
+    EndpointError,
+    EndpointProtocolError,
+    EndpointStatusError,
+    EndpointTimeout,
+    EndpointUnreachable,
+)
 from verifier.protocol.answers import ChatResult, parse_completion
+from verifier.protocol.requests import Chat, Raw
 from verifier.simulator.validation import Policy, request_problem
 
 ALL = len(bad_requests()) + len(edge_requests())
@@ -327,3 +341,23 @@ def test_a_profile_narrows_every_sampling_value_but_the_changed_one() -> None:
         "top_p": 0.5,
     }
     assert narrowed(body, {}, None) == body
+
+
+def test_a_server_that_drops_the_bad_request_and_then_refuses_is_degraded_at_once() -> None:
+    """No second round for a server that went down: the bad request's dropped connection and
+    the refusals right after it are the evidence."""
+    plain = Chat({**BASES["plain"], "model": "m"}, "before")
+    bad = Raw(b"{}", "application/json", "bad-2")
+    dropped = EndpointProtocolError("connection closed without an answer")
+    check = _next_user(plain, _answer(), bad, [], {}, dropped)
+    assert next(check).name == "after"
+    with pytest.raises(StopIteration) as done:
+        check.throw(EndpointUnreachable("connection refused", attempts=4))
+    findings, requests = done.value.value
+    assert [f.code for f in findings] == ["server_degraded"] and requests == 3
+    assert "connection closed without an answer" in findings[0].message
+    # Dropped, but the server answers the next request at once: the case's own error.
+    check = _next_user(plain, _answer(), bad, [], {}, dropped)
+    next(check)
+    with pytest.raises(EndpointProtocolError):
+        check.send(_answer())

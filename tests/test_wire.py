@@ -11,10 +11,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from verifier import resources
+from verifier.checks.bad_requests import invalid_request_findings
 from verifier.checks.defaults import defaults_findings
 from verifier.checks.shapes import number_bounds
 from verifier.checks.wire import (
-    invalid_request_findings,
     logprob_findings,
     max_tokens_findings,
     off_pin,

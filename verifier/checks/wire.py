@@ -14,13 +14,9 @@ each case's metrics); this family's own cases fail on them. Codes:
 - parameters: ``max_tokens_not_honoured``, ``stop_not_honoured``, ``n_ignored``,
   ``seed_not_reproducible``, ``logprobs_missing``, ``logprobs_inconsistent``;
 - errors: ``invalid_request_accepted`` (2xx), ``invalid_request_5xx``,
-  ``invalid_request_hang``, ``error_shape``; for the bad requests ``--negative`` generates
-  from the request schema (:mod:`verifier.cases.negative`) also ``error_param_wrong`` (the
-  refusal's ``error.param`` names another field), ``server_degraded`` (a valid request sent
-  right after the bad one failed), and for its valid edge requests ``valid_request_rejected``;
-  its pathological JSON Schemas may be refused or answered, but not with a 5xx or a hang. A
-  bad request accepted or answered 5xx is shrunk: smaller requests are sent until the smallest
-  that fails alike is found, and the finding shows it;
+  ``invalid_request_hang``, ``error_shape``; the requests ``--negative`` generates from the
+  request schema are graded in :mod:`verifier.checks.bad_requests` (``error_param_wrong``,
+  ``server_degraded``, ``valid_request_rejected`` besides these);
 - usage: ``usage_missing``, ``usage_total_wrong``, ``completion_tokens_mismatch`` (with a
   profile: completion_tokens far from the answer's length under the model's tokenizer);
 - profile policies: ``sampling_limit_not_enforced`` (a value outside the model's limits
@@ -35,24 +31,26 @@ each case's metrics); this family's own cases fail on them. Codes:
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import re
 from collections import Counter
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from ..cases.negative import BASES, MODEL, narrowed, schema_fields, smaller, with_model
-from ..errors import EndpointError, EndpointStatusError, EndpointTimeout
+from ..errors import EndpointTimeout
 from ..outcome import CaseRecord, Finding, Outcome
 from ..protocol.answers import ChatResult, Choice
 from ..protocol.requests import Chat, Exchange, Raw, Request
 from ..reference.profiles import model_key, pinned_values
+from .bad_requests import (
+    NotApplicable,
+    invalid_request_findings,
+    negative_coverage,
+    run_generated,
+)
 from .common import (
     excerpt,
     hang_finding,
     rejected,
-    rejection_findings,
     unreadable_findings,
     unsupported,
 )
@@ -219,16 +217,6 @@ def completion_findings(
     ]
 
 
-def invalid_request_findings(
-    result: ChatResult, attempt: str | None = None, what: str = "an invalid request"
-) -> list[Finding]:
-    """An invalid request must get a 4xx with an OpenAI-shaped error object (pure)."""
-    wrong = rejection_findings(result, what, "invalid_request", attempt)
-    if wrong:
-        return wrong
-    return shape_findings(result, attempt)
-
-
 def logprob_findings(
     result: ChatResult, top: int | None, attempt: str | None = None
 ) -> list[Finding]:
@@ -375,285 +363,6 @@ def _run_invalid(case: Case, ctx: RunContext) -> Graded:
     except EndpointTimeout as exc:
         return [hang_finding(exc, "an invalid request", "invalid_request")], {"requests": 1}
     return invalid_request_findings(result, "invalid"), {"requests": 1}
-
-
-def _generated_body(data: Mapping[str, Any], ctx: RunContext) -> str:
-    """A generated case's body as sent (:func:`_as_sent`; a body made on bytes, as it is).
-
-    Sent as bytes, exactly (in the case's ``encoding``, else UTF-8): the client would
-    otherwise set ``stream`` and ``stream_options`` itself, and those are fields the generator
-    mutates.
-    """
-    if "raw_body" in data:
-        return str(data["raw_body"]).replace(json.dumps(MODEL), json.dumps(ctx.model))
-    return _as_sent(data["request"], data, ctx)
-
-
-def _as_sent(body: Mapping[str, Any], data: Mapping[str, Any], ctx: RunContext) -> str:
-    """`body` as JSON, with the run's model, within the profile's sampling policy.
-
-    The model goes where the placeholder is; every sampling value but the changed field's is
-    moved within the profile's limits and pins (:func:`narrowed`).
-    """
-    sampling = (ctx.profile.policies.sampling if ctx.profile else None) or {}
-    keep = data["path"][0] if "path" in data else None
-    return json.dumps(narrowed(with_model(body, ctx.model), sampling, keep), ensure_ascii=False)
-
-
-def _run_generated(case: Case, ctx: RunContext) -> Graded:
-    """A generated request: a bad one refused, and the server still answering the next one.
-
-    A valid edge request must be answered.
-    """
-    data = case.data
-    metrics: dict[str, Any] = {"field": data["field"], "mutation": data["mutation"]}
-    if data.get("needs") == "vision" and not ctx.vision:
-        # A bad image request to an endpoint without images says nothing of the field.
-        raise _Unsupported("the endpoint takes no images (probe)")
-    expect = data["expect"]
-    accept = expect == "accept"
-    what = WHAT[expect]
-    sent = _generated_body(data, ctx)
-    shown = f"{data['field']} {data['mutation'].replace('_', ' ')}: {excerpt(sent, 240)}"
-    # An accepted streamed request is read as the stream it asked for (not retried as garbage).
-    stream = (data.get("request") or {}).get("stream") is True
-    content = sent.encode(data.get("encoding", "utf-8"))
-    # The next user's request, right after the bad one, is a plain one any endpoint answers;
-    # the same request just before is its control.
-    plain = Chat({**BASES["plain"], "model": ctx.model}, "before")
-    control = None if accept else (yield from _answer_or_error(plain))
-    try:
-        result = yield Raw(content, "application/json", "bad", stream=stream)
-    except EndpointTimeout as exc:
-        code = "valid_request_rejected" if accept else "invalid_request_hang"
-        findings = [Finding(code, f"{what} got no answer: {exc.message}; the request, {shown}")]
-    else:
-        metrics["status"] = result.status
-        metrics["param"] = (result.error_object or {}).get("param")
-        if accept and result.status >= 500:
-            # A server error that outlived the retries, as any valid request can get.
-            raise EndpointStatusError(
-                f"{ctx.model} answered a valid request HTTP {result.status} through "
-                f"{result.attempts} attempts",
-                status=result.status,
-                attempts=result.attempts,
-            )
-        if accept:
-            findings = [] if result.ok else [_rejected_edge(result, shown)]
-        else:
-            graded = invalid_request_findings(result, "bad", what=what)
-            if expect == "bounded":
-                # Refused or answered, either will do; only a server error is a finding.
-                graded = [f for f in graded if f.code != "invalid_request_accepted"]
-            if not graded and "path" in data:
-                graded = param_findings(metrics["param"], data["field"])
-            findings = [
-                dataclasses.replace(f, message=f"{f.message}; the request, {shown}") for f in graded
-            ]
-    if accept:
-        return findings, {**metrics, "requests": 1}
-    assert control is not None
-    again = Raw(content, "application/json", "bad-2", stream=stream)
-    hurt, requests = yield from _next_user(plain, control, again, findings, metrics)
-    findings += hurt
-    failed = {f.code for f in findings} & SHRUNK_CODES
-    if not failed or "path" not in data:
-        return findings, {**metrics, "requests": requests}
-    shrunk, sends = yield from _shrink(data, ctx, failed)
-    metrics.update(shrink_requests=sends, shrunk=shrunk)
-    if shrunk is not None:
-        smallest = _as_sent(shrunk, data, ctx)
-        findings = [
-            dataclasses.replace(
-                f,
-                message=f"{f.message}; the smallest that fails so, {excerpt(smallest, 240)}",
-            )
-            if f.code in failed
-            else f
-            for f in findings
-        ]
-    return findings, {**metrics, "requests": requests + sends}
-
-
-def _answer_or_error(request: Chat) -> Generator[Request, ChatResult, ChatResult | EndpointError]:
-    """The answer to `request`, or the error it gave up with."""
-    try:
-        return (yield request)
-    except EndpointError as exc:
-        return exc
-
-
-def _next_user(
-    plain: Chat,
-    control: ChatResult | EndpointError,
-    bad: Raw,
-    findings: list[Finding],
-    metrics: dict[str, Any],
-) -> Generator[Request, ChatResult, tuple[list[Finding], int]]:
-    """The plain request right after a bad one, against the same request just before it.
-
-    What it shows (:func:`degradation`) is checked once more (control, bad request, plain
-    request again) before it is a finding: a server a bad request hurts is hurt again, a
-    coincidence is not repeated. A failure nothing can be said of is the case's error, unless
-    the bad request already failed the case. Returns the findings and the requests the case
-    sent in all.
-    """
-    after = yield from _answer_or_error(dataclasses.replace(plain, name="after"))
-    if isinstance(control, ChatResult):
-        metrics["baseline_s"] = round(control.latency, 3)
-    if isinstance(after, ChatResult):
-        metrics["after_s"] = round(after.latency, 3)
-    seen = degradation(control, after)
-    if seen is None:
-        if isinstance(after, EndpointError) and not findings:
-            raise after
-        return [], 3
-    again_control = yield from _answer_or_error(dataclasses.replace(plain, name="before-2"))
-    try:
-        yield bad
-    except EndpointError:
-        pass
-    again = yield from _answer_or_error(dataclasses.replace(plain, name="after-2"))
-    confirmed = degradation(again_control, again)
-    if confirmed is None:
-        return [], 6
-    return [_degraded(f"{seen}; sent again, it {confirmed}")], 6
-
-
-def degradation(
-    control: ChatResult | EndpointError, after: ChatResult | EndpointError
-) -> str | None:
-    """What a plain request after a bad one shows against the same request before it (pure).
-
-    None when it shows nothing wrong, or nothing can be said: the control must have been
-    answered at its first attempt (one that needed retries shows an endpoint failing without
-    any bad request), a transport failure or server error must have outlived a retry (one
-    failed attempt is a flaky network as often as a hurt server), and a slower answer must
-    have come at its first attempt (retries wait).
-    """
-    if not isinstance(control, ChatResult) or not control.ok or control.attempts > 1:
-        return None
-    if isinstance(after, EndpointError):
-        if after.attempts < 2:
-            return None
-        return f"got no answer through {after.attempts} attempts: {after.message}"
-    if not after.ok:
-        if after.status >= 500 and after.attempts < 2:
-            return None
-        return f"got HTTP {after.status} (attempts: {after.attempts})"
-    if after.attempts == 1 and slowed(control.latency, after.latency):
-        return (
-            f"took {after.latency:.2f} s, where the same request just before the bad one took "
-            f"{control.latency:.2f} s"
-        )
-    return None
-
-
-# The failures a smaller request is looked for, and the most requests spent looking.
-SHRUNK_CODES = frozenset({"invalid_request_accepted", "invalid_request_5xx"})
-SHRINK_SENDS = 8
-
-
-def _shrink(
-    data: Mapping[str, Any], ctx: RunContext, failed: set[str]
-) -> Generator[Request, ChatResult, tuple[dict[str, Any] | None, int]]:
-    """The smallest request found that fails as the case's did, and the requests it took.
-
-    Each smaller request (:func:`verifier.cases.negative.smaller`) is sent once, unretried:
-    one answer with the failure's code is enough to take it and look for a smaller one still.
-    """
-    body, path = dict(data["request"]), list(data["path"])
-    found: dict[str, Any] | None = None
-    sends, tried = 0, set()
-    while sends < SHRINK_SENDS:
-        for candidate, moved in smaller(dict(data), body, path):
-            key = json.dumps(candidate, sort_keys=True)
-            if key in tried:
-                continue
-            tried.add(key)
-            sends += 1
-            sent = _as_sent(candidate, data, ctx).encode()
-            stream = candidate.get("stream") is True
-            label = f"shrink-{sends}"
-            try:
-                result = yield Raw(sent, "application/json", label, stream=stream, retried=False)
-            except EndpointError:
-                alike = False
-            else:
-                alike = bool({f.code for f in invalid_request_findings(result)} & failed)
-            if alike:
-                body, path, found = candidate, moved, candidate
-                break
-            if sends >= SHRINK_SENDS:
-                break
-        else:
-            break
-    return found, sends
-
-
-def param_findings(param: Any, field: str) -> list[Finding]:
-    """A refusal's ``error.param``, where the vendor gives one, must name the field (pure).
-
-    It names it when one of its parts (``messages.0.content``, ``body/temperature``) is a
-    part of the field (``messages[].content``): a vendor may point at the field or at what
-    holds it.
-    """
-    if not isinstance(param, str) or not param:
-        return []
-    if set(re.split(r"[.\[\]/]+", param)) & set(re.split(r"[.\[\]]+", field)) - {""}:
-        return []
-    return [
-        Finding(
-            "error_param_wrong",
-            f"the refusal's error.param is {param!r}, which names no part of the field at "
-            f"fault, {field}",
-            "$.error.param",
-            expected=field,
-            actual=param,
-            attempt="bad",
-        )
-    ]
-
-
-# A valid request after a bad one is slowed when it takes this many times its baseline and
-# this many seconds more: queueing behind the other requests in flight moves it neither so far.
-SLOWED_FACTOR = 5.0
-SLOWED_MARGIN_S = 2.0
-
-
-def slowed(baseline: float, after: float) -> bool:
-    """Whether a request that took `baseline` seconds before a bad one was slowed by it (pure)."""
-    return after > max(SLOWED_FACTOR * baseline, baseline + SLOWED_MARGIN_S)
-
-
-# What each expectation calls the request, in findings.
-WHAT = {
-    "accept": "a valid request at the schema's boundary",
-    "reject": "an invalid request",
-    "bounded": "a pathological request",
-}
-
-
-def _rejected_edge(result: ChatResult, shown: str) -> Finding:
-    said = (result.error_object or {}).get("message", "")
-    return Finding(
-        "valid_request_rejected",
-        f"a valid request was refused with HTTP {result.status}"
-        + (f" ({said!s:.160})" if said else "")
-        + f"; the request, {shown}",
-        expected="2xx",
-        actual=result.status,
-        attempt="bad",
-    )
-
-
-def _degraded(what: str) -> Finding:
-    return Finding(
-        "server_degraded",
-        f"a valid request sent right after the bad one {what}",
-        expected="2xx",
-        attempt="after",
-    )
 
 
 def _answers(
@@ -944,7 +653,7 @@ def _run_generation_defaults(case: Case, ctx: RunContext) -> Graded:
 # The checks that are not "send the request, grade the answer" (see _run_answered).
 RUNS: dict[str, Callable[[Case, RunContext], Graded]] = {
     "invalid": _run_invalid,
-    "generated": _run_generated,
+    "generated": run_generated,
     "sampling_limits": _run_sampling_limits,
     "sampling_pins": _run_sampling_pins,
     "served_model": _run_served_model,
@@ -969,36 +678,6 @@ def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None)
     return summary
 
 
-def negative_coverage(records: Iterable[CaseRecord]) -> dict[str, Any]:
-    """The generated requests per field of the request schema: mutations sent, cases failed.
-
-    Every field the schema declares is listed, those no generated case touched with none; a
-    field of ``(body)`` stands for the mutations of the body's bytes. A case the endpoint
-    could not be asked (an image request where images are not taken) covers nothing; it is
-    counted as ``unsupported``.
-    """
-    fields: dict[str, dict[str, Any]] = {name: _no_cases() for name in schema_fields()}
-    for record in records:
-        metrics = record.outcome.metrics
-        entry = fields.setdefault(metrics["field"], _no_cases())
-        if record.status == "unsupported":
-            entry["unsupported"] += 1
-            continue
-        entry["cases"] += 1
-        entry["failed"] += record.status == "fail"
-        entry["mutations"] = sorted({*entry["mutations"], metrics["mutation"]})
-    declared = schema_fields()
-    return {
-        "schema_fields": len(declared),
-        "covered": sum(fields[name]["cases"] > 0 for name in declared),
-        "fields": fields,
-    }
-
-
-def _no_cases() -> dict[str, Any]:
-    return {"cases": 0, "failed": 0, "unsupported": 0, "mutations": []}
-
-
 def cost(case: Case) -> float:
     """Two requests to compare (parity, seed), one refused (invalid), else one."""
     check = case.data["check"]
@@ -1017,7 +696,7 @@ def run(case: Case, ctx: RunContext) -> Exchange:
     check = case.data["check"]
     try:
         findings, metrics = yield from RUNS.get(check, _run_answered)(case, ctx)
-    except _Unsupported as exc:
+    except (_Unsupported, NotApplicable) as exc:
         generated = {k: case.data[k] for k in ("field", "mutation") if check == "generated"}
         return unsupported(str(exc), {"check": check, "requests": 0, **generated})
     except _Rejected as refused:
