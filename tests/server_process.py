@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -45,9 +46,19 @@ class ServerProcess:
         self.port = free_port()
         self.command: list[str] = []
 
-    def launch(self, command: Sequence[str], env: Mapping[str, str] | None = None) -> None:
-        """Start `command` with its output in the log."""
+    def launch(
+        self,
+        command: Sequence[str],
+        env: Mapping[str, str] | None = None,
+        address_space: int | None = None,
+    ) -> None:
+        """Start `command` with its output in the log, within `address_space` bytes if given."""
         self.command = list(command)
+
+        def limit() -> None:
+            assert address_space is not None
+            resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+
         with self.log.open("wb") as out:
             self.process = subprocess.Popen(
                 self.command,
@@ -55,6 +66,7 @@ class ServerProcess:
                 stderr=subprocess.STDOUT,
                 env=None if env is None else dict(env),
                 start_new_session=True,
+                preexec_fn=None if address_space is None else limit,
             )
 
     @property

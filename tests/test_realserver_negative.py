@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import KIMI_VISION_PROFILE, verify
+from tests.llama.files import build
 from tests.llama.server import LlamaServer
 from tests.negative_outcomes import assert_recorded, generated
 from verifier.cases.negative import BEYOND_SCHEMA, NEEDS, every_case, rejected_by_schema
@@ -24,6 +25,13 @@ from verifier.cases.negative import BEYOND_SCHEMA, NEEDS, every_case, rejected_b
 pytestmark = [pytest.mark.realserver, pytest.mark.slow]
 
 IMAGE_CASES = [c for c in every_case() if NEEDS.get(c["base"]) == "vision"]
+# A tool whose string property has minLength above maxLength: llama-server turns it into a
+# grammar repetition it tries to build by allocating memory until the system kills it (81 s
+# and about 20 GB on a 23 GB machine, measured by hand). It is sent to a process of its own,
+# capped, never to the shared one (tests/data/negative/README.md).
+EXHAUSTS_MEMORY = "negative-tools-tools-n-function-parameters-unsatisfiable-schema"
+# The cap: the tiny model and the server need under 1 GiB; the grammar wants far more.
+ADDRESS_SPACE = 2 * 2**30
 
 
 def _outcomes(out: Path) -> dict[str, dict[str, object]]:
@@ -43,11 +51,11 @@ def test_every_generated_request_gets_its_recorded_outcome_from_llama_server(
         llama_server("stock").url,
         tmp_path / "out",
         *("--profile", KIMI_VISION_PROFILE, "--families", "wire", "--negative", str(every)),
-        *("-k", "negative and not invalid", "--concurrency", "4"),
+        *("-k", f"negative and not invalid and not {EXHAUSTS_MEMORY}", "--concurrency", "4"),
         timeout=900,
     )
     outcomes = _outcomes(tmp_path / "out")
-    assert len(outcomes) == every, run.stdout[-3000:]
+    assert len(outcomes) == every - 1, run.stdout[-3000:]
     assert_recorded(outcomes, "llama-stock")
     # Every failure that was shrunk shows a request smaller than the case's, bad only by
     # the case's change (what the search may send, checked again here).
@@ -85,3 +93,30 @@ def test_every_generated_image_request_gets_its_recorded_outcome_from_the_vision
     outcomes = _outcomes(tmp_path / "out")
     assert set(outcomes) == {c["id"] for c in IMAGE_CASES}, run.stdout[-3000:]
     assert_recorded(outcomes, "llama-vision")
+
+
+def test_an_unsatisfiable_tool_schema_runs_llama_server_out_of_memory(
+    llama_binary: Path, tmp_path: Path
+) -> None:
+    """On a process of its own, capped at 2 GiB of address space, the grammar llama-server
+    builds for ``minLength: 3, maxLength: 1`` fails to allocate, and the server refuses the
+    request ("failed to parse grammar") and lives on; uncapped it takes all the memory there is
+    first (the module's EXHAUSTS_MEMORY)."""
+    model, extra = build().server("stock")
+    server = LlamaServer(llama_binary, model, extra, tmp_path / "llama.log", ADDRESS_SPACE)
+    try:
+        server.wait_healthy()
+        run = verify(
+            server.url,
+            tmp_path / "out",
+            *("--profile", KIMI_VISION_PROFILE, "--families", "wire"),
+            *("--negative", str(len(every_case())), "-k", EXHAUSTS_MEMORY),
+            timeout=600,
+        )
+        outcomes = _outcomes(tmp_path / "out")
+        assert set(outcomes) == {EXHAUSTS_MEMORY}, run.stdout[-3000:]
+        assert_recorded(outcomes, "llama-stock-capped")
+        assert "failed to parse grammar" in (tmp_path / "llama.log").read_text(errors="replace")
+        assert server.process.poll() is None
+    finally:
+        server.stop()

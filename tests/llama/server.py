@@ -15,9 +15,17 @@ class LlamaServer(ServerProcess):
         model: the text model GGUF.
         args: further command-line arguments (template, projector).
         log: where the server's output goes (read back when it fails).
+        address_space: the most memory the process may map, in bytes (default: no limit).
     """
 
-    def __init__(self, binary: Path, model: Path, args: list[str], log: Path) -> None:
+    def __init__(
+        self,
+        binary: Path,
+        model: Path,
+        args: list[str],
+        log: Path,
+        address_space: int | None = None,
+    ) -> None:
         super().__init__("llama-server", log)
         self.launch(
             [
@@ -34,5 +42,6 @@ class LlamaServer(ServerProcess):
                 "--seed",
                 "1234",
                 *args,
-            ]
+            ],
+            address_space=address_space,
         )
