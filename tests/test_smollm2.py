@@ -162,8 +162,14 @@ def test_the_run_is_the_trimmed_corpus_and_well_formed(
         assert set(outcomes(run, family)) == {c for c in every if LEFT_OUT not in c}
     for family, ids in KEPT.items():
         assert set(outcomes(run, family)) == set(ids), family
-    for name, family in run.scorecard["families"].items():
-        assert family["metrics"]["shapes"]["violations"] == 0, (name, family["metrics"]["shapes"])
+    # Every answer is OpenAI-shaped but vLLM's refusal of a Latin-1 body (a generated request:
+    # tests/data/negative/README.md), which is no OpenAI error object.
+    violations = {
+        name: family["metrics"]["shapes"]["violations"]
+        for name, family in run.scorecard["families"].items()
+        if family["metrics"]["shapes"]["violations"]
+    }
+    assert violations == ({"wire": 1} if vendor == "vllm" else {})
     # SmolLM2 does not reason and its GGUF profile states no thinking dialect.
     assert {o["message"] for o in outcomes(run, "reasoning").values()} == {
         "unsupported: the profile declares no thinking dialect"
