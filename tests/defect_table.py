@@ -272,8 +272,7 @@ ROWS: tuple[Row, ...] = (
     _row("vision-token-miscount-large", profile="vision", vision={"image_tokens_mismatch"}),
     _row(
         "vision-invalid-image-500",
-        "the default generated wire cases hold invalid images too, and get the same server "
-        "error",
+        "the default generated wire cases hold invalid images too, and get the same server error",
         vision={"invalid_image_5xx"},
         wire={"invalid_request_5xx"},
     ),
