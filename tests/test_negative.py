@@ -244,6 +244,7 @@ def test_the_smallest_request_keeps_what_the_failure_needs() -> None:
     assert shrunk == {
         "model": MODEL,
         "messages": [{"role": "user", "content": "Say hi."}],
+        "max_completion_tokens": 8,
         "n": "1",
         "seed": 7,
     }
@@ -361,3 +362,13 @@ def test_a_server_that_drops_the_bad_request_and_then_refuses_is_degraded_at_onc
     next(check)
     with pytest.raises(EndpointProtocolError):
         check.send(_answer())
+
+
+def test_a_smaller_request_keeps_its_token_limit() -> None:
+    """Without it a real model writes until its context ends: more work, not less."""
+    for case in bad_requests():
+        if "path" not in case or case["path"][0] in ("max_tokens", "max_completion_tokens"):
+            continue
+        limit = {"max_tokens", "max_completion_tokens"} & set(case["request"])
+        for candidate, _ in itertools.islice(smaller(case, case["request"], case["path"]), 3):
+            assert limit <= set(candidate), case["id"]

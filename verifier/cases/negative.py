@@ -567,12 +567,13 @@ def smaller(
 
     `body` is the case's request or a smaller one found before, `path` where its change is
     there. A part is a key of an object or an item of an array, never the change or what holds
-    it; a smaller request is kept when the change is still all that is wrong with it: the same
-    schema complaint, and the request valid with the base's value put back, its tool results
-    each answering an earlier call (for a change the schema cannot see, the request valid as
-    it is). In the order most worth sending, as delta debugging does: every part that can go,
-    gone (in one pass from the last part to the first); then each half of the parts that can
-    go one by one; then `body` less each of those parts.
+    it, nor the token limit (:data:`KEPT`); a smaller request is kept when the change is still
+    all that is wrong with it: the same schema complaint, and the request valid with the
+    base's value put back, its tool results each answering an earlier call (for a change the
+    schema cannot see, the request valid as it is). In the order most worth sending, as delta
+    debugging does: every part that can go, gone (in one pass from the last part to the
+    first); then each half of the parts that can go one by one; then `body` less each of
+    those parts.
     """
     keeps = _Keeps(case, body, path)
     singles = [
@@ -598,8 +599,13 @@ def smaller(
             yield candidate, moved
 
 
+# Never taken out: without its token limit, a smaller request asks for more work, not less
+# (a real model then writes until its context ends).
+KEPT = frozenset({("max_tokens",), ("max_completion_tokens",)})
+
+
 def _holds(part: tuple[Any, ...], path: list[Any]) -> bool:
-    return list(part) == path[: len(part)]
+    return part in KEPT or list(part) == path[: len(part)]
 
 
 def _without(
