@@ -300,6 +300,8 @@ ROWS: tuple[Row, ...] = (
         reasoning={"stream_split_differs"},
     ),
     _row("effort-ignored", profile="small", reasoning={"effort_not_honoured"}),
+    _row("thinking-switch-rejected", profile="small", reasoning={"thinking_switch_rejected"}),
+    _row("effort-rejected", profile="small", reasoning={"effort_rejected"}),
     _row("reasoning-tokens-miscounted", profile="small", reasoning={"reasoning_tokens_mismatch"}),
     _row("empty-followup", profile="small", reasoning={"empty_followup"}),
     _row("followup-calls-unknown-tool", profile="small", reasoning={"followup_call_invalid"}),

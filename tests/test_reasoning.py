@@ -436,10 +436,57 @@ def test_an_answer_cut_inside_its_reasoning_is_an_error_not_a_failure(small_prof
     assert (outcome.status, outcome.code) == (Status.ERROR, "reasoning_truncated")
 
 
-def test_a_refused_thinking_request_is_unsupported(small_profile: Any) -> None:
-    refused = ChatResult(stream=False, status=400, body={"error": {"message": "no thinking here"}})
-    outcome = driven(small_profile, PRIME, refused)
+REFUSED = ChatResult(stream=False, status=400, body={"error": {"message": "no thinking here"}})
+
+
+def asked_for(profile: Any, data: dict[str, Any], reply: Any) -> tuple[Outcome, list[Any]]:
+    """The reasoning family's outcome with each request answered by `reply(request)`."""
+    sent: list[Any] = []
+    case = Case("reasoning", data["id"], data, "test:1")
+    ctx = RunContext(model="m", seed=1, profile=profile)
+    return drive(reasoning.run(case, ctx), lambda r: sent.append(r) or reply(r)), sent
+
+
+def test_a_refused_thinking_switch_the_contract_states_is_a_failure(small_profile: Any) -> None:
+    """The same request without the contract's switch is answered: the switch is refused."""
+
+    def reply(request: Any) -> ChatResult:
+        return REFUSED if "chat_template_kwargs" in request.body else answer()
+
+    outcome, sent = asked_for(small_profile, PRIME, reply)
+    assert {f.code for f in outcome.findings} == {"thinking_switch_rejected"}
+    assert "no thinking here" in outcome.message
+    assert [r.name for r in sent] == ["thinking_on-non-stream", "without-chat_template_kwargs"]
+
+
+def test_a_refusal_the_switch_does_not_explain_is_unsupported(small_profile: Any) -> None:
+    outcome, sent = asked_for(small_profile, PRIME, lambda _: REFUSED)
     assert outcome.status is Status.UNSUPPORTED and "no thinking here" in outcome.message
+    assert [r.name for r in sent] == ["thinking_on-non-stream", "without-chat_template_kwargs"]
+
+
+EFFORT = {"id": "e", "check": "effort", "prompts": ["a", "b", "c", "d"]}
+
+
+@pytest.mark.parametrize(
+    ("refuses", "code", "controls"),
+    [
+        ("reasoning_effort", "effort_rejected", ["without-reasoning_effort"]),
+        (
+            "chat_template_kwargs",
+            "thinking_switch_rejected",
+            ["without-reasoning_effort", "without-chat_template_kwargs"],
+        ),
+    ],
+)
+def test_a_refused_effort_level_names_the_field_refused(
+    small_profile: Any, refuses: str, code: str, controls: list[str]
+) -> None:
+    outcome, sent = asked_for(
+        small_profile, EFFORT, lambda r: REFUSED if refuses in r.body else answer()
+    )
+    assert {f.code for f in outcome.findings} == {code}
+    assert [r.name for r in sent][1:] == controls
 
 
 def test_a_case_the_dialect_does_not_state_is_unsupported_without_a_request(

@@ -25,6 +25,7 @@ from ..outcome import CaseRecord, Finding
 from ..protocol.answers import ChatResult
 from ..protocol.requests import Chat, Raw, Request
 from .common import excerpt, rejection_findings
+from .evidence import evidence_findings
 from .shapes import shape_findings
 
 if TYPE_CHECKING:
@@ -117,12 +118,16 @@ def run_generated(case: Case, ctx: RunContext) -> Graded:
                 attempts=result.attempts,
             )
         if accept:
-            findings = [] if result.ok else [_rejected_edge(result, shown)]
+            findings = (
+                evidence_findings(result, "bad") if result.ok else [_rejected_edge(result, shown)]
+            )
         else:
             graded = invalid_request_findings(result, "bad", what=what)
             if expect == "bounded":
-                # Refused or answered, either will do; only a server error is a finding.
+                # Refused or answered, either will do; only a server error is a finding, and
+                # an answer must be one.
                 graded = [f for f in graded if f.code != "invalid_request_accepted"]
+                graded += evidence_findings(result, "bad") if result.ok else []
             if not graded and "path" in data:
                 graded = param_findings(metrics["param"], data["field"])
             findings = [

@@ -38,6 +38,7 @@ from ..protocol.answers import ChatResult
 from ..protocol.requests import Chat, Exchange
 from ..reference.template import TemplateError
 from .common import agreement, excerpt, unsupported
+from .evidence import NO_PROMPT_TOKENS, Malformed, counted
 from .prompt_counts import grade, observe
 from .registry import family
 from .renderings import Conversation, reference
@@ -57,8 +58,8 @@ def _prompt_tokens(
     result = yield Chat(body, name)
     if not result.ok:
         raise _Rejected(result.status, result.error_object)
-    value = (result.usage or {}).get("prompt_tokens")
-    if not isinstance(value, int):
+    value = counted(result, name)
+    if value is None:
         raise _NoUsage
     return value
 
@@ -136,7 +137,9 @@ def _counts(
             {},
         )
     except _NoUsage:
-        return unsupported("the answer has no usage.prompt_tokens", {})
+        return unsupported(NO_PROMPT_TOKENS, {})
+    except Malformed as broken:
+        return Outcome.from_findings(broken.findings, metrics={"requests": len(ctx.observed)})
     return expected, counts
 
 

@@ -21,11 +21,6 @@ from ..stats import rate
 # How many disagreeing cases a baseline comparison lists.
 SHOWN_DISAGREEMENTS = 10
 
-# Answers whose shape is so broken that nothing else can be graded.
-UNREADABLE = frozenset(
-    {"body_not_json", "not_a_completion", "no_choices", "chunk_not_json", "stream_error_event"}
-)
-
 _FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*[ \t]*\r?\n(?P<body>.*?)\r?\n?```\s*$", re.DOTALL)
 # A fence opened and never closed: an answer cut at max_tokens inside its fence.
 _OPEN_FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*[ \t]*\r?\n(?P<body>.*)$", re.DOTALL)
@@ -140,24 +135,6 @@ def schema_findings(
             actual=error.instance,
             attempt=attempt,
         )
-
-
-def unreadable_findings(result: ChatResult, attempt: str) -> list[Finding]:
-    """Findings for an answer whose shape prevents grading (garbage body, broken stream).
-
-    A body that is not JSON at all is ``non_json_body`` (the client retried it as a
-    hiccup; it persisted); any other unreadable shape is ``malformed_response``.
-    """
-    return [
-        Finding(
-            "non_json_body" if p.code == "body_not_json" else "malformed_response",
-            p.message,
-            json_path=p.where,
-            attempt=attempt,
-        )
-        for p in result.problems
-        if p.code in UNREADABLE
-    ]
 
 
 def excerpt(text: str | None, limit: int = 400) -> str | None:

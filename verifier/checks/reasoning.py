@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 from collections import Counter
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -67,9 +68,9 @@ from .common import (
     rejected,
     rejection_findings,
     schema_findings,
-    unreadable_findings,
     unsupported,
 )
+from .evidence import NO_PROMPT_TOKENS, evidence_findings, prompt_tokens
 from .prompt_counts import grade, observe
 from .registry import QUICK, family
 from .renderings import Conversation, reference
@@ -89,6 +90,12 @@ REASONING_SLACK = (1, 2)
 # The effort test: the share of prompts whose reasoning is longer at the highest level than
 # at the lowest must be above this, with its 95% interval, to pass (below it, to fail).
 EFFORT_ORDERED = 0.5
+# Findings that leave an effort test nothing to measure: the answer had no reasoning to
+# read, or it was not separated from the content.
+UNMEASURED = frozenset({"malformed_response", "non_json_body", "reasoning_markers_in_content"})
+# The codes of a refused request field the model's contract states.
+SWITCH_REJECTED = "thinking_switch_rejected"
+EFFORT_REJECTED = "effort_rejected"
 # What a tool result says when the case scripts none for the tool called.
 DEFAULT_RESULT = '{"ok": true}'
 
@@ -100,10 +107,25 @@ class _Unsupported(Exception):
 
 
 class _Rejected(Exception):
-    """A valid request of the case was declined with a 4xx: the feature is unsupported here."""
+    """A valid request of the case was declined with a 4xx.
 
-    def __init__(self, result: ChatResult) -> None:
+    Args:
+        result: the refusal.
+        request: the request refused.
+        contract: the request fields the model's contract states, innermost first (an effort
+            level, then the thinking switch), each with the code its refusal gives: a refusal
+            that goes once they are left out is a failure; any other is unsupported.
+    """
+
+    def __init__(
+        self,
+        result: ChatResult,
+        request: Mapping[str, Any] | None = None,
+        contract: Sequence[tuple[str, Mapping[str, Any]]] = (),
+    ) -> None:
         self.result = result
+        self.request = request
+        self.contract = contract
 
 
 class _Undecided(Exception):
@@ -134,7 +156,7 @@ def answer_findings(
     ``markers_in_reasoning``, not also an answer that is all reasoning; a `followup` (after a
     tool result) that is entirely empty is :func:`followup_findings`' ``empty_followup``.
     """
-    broken = unreadable_findings(result, attempt or result.label)
+    broken = evidence_findings(result, attempt or result.label)
     choice = result.choice
     if broken or choice is None:
         return broken
@@ -342,7 +364,7 @@ def structured_findings(
         if f.code not in ("thinking_not_honoured", "reasoning_only_response")
     ]
     choice = result.choice
-    if choice is None or unreadable_findings(result, attempt):
+    if choice is None or evidence_findings(result, attempt):
         return findings
     spec = response_format.get("json_schema") or {}
     schema = (
@@ -410,6 +432,10 @@ def attributed(findings: Sequence[Finding], control: ChatResult) -> list[Finding
     either, thinking is not honoured at all (not "JSON switched it off"); if it is all
     reasoning too, every answer comes as reasoning (not "the JSON went there") (pure).
     """
+    broken = evidence_findings(control, "without-format") if control.ok else []
+    if broken:
+        # The control cannot say what JSON changed: its own answer is at fault.
+        return [*findings, *broken]
     choice = control.choice
     reasoning = _text(choice.reasoning) if choice else ""
     answered = bool(choice and (_text(choice.content) or choice.tool_calls))
@@ -565,13 +591,14 @@ def _base(case: Case, ctx: RunContext, *extra: Mapping[str, Any]) -> dict[str, A
 
 
 def _both(
-    request: Mapping[str, Any], label: str
+    request: Mapping[str, Any], label: str, switch: Mapping[str, Any]
 ) -> Generator[Request, ChatResult, list[ChatResult]]:
+    """The request's non-stream and stream answers (`switch`: the contract's fields in it)."""
     results = []
     for name, stream in MODES:
         result = yield Chat(request, f"{label}-{name}", stream=stream)
         if not result.ok:
-            raise _Rejected(result)
+            raise _Rejected(result, request, ((SWITCH_REJECTED, switch),))
         results.append(result)
     return results
 
@@ -589,7 +616,7 @@ def _run_switch(case: Case, ctx: RunContext) -> Graded:
         )
     else:
         fields = dialect.off
-    plain, streamed = yield from _both(_base(case, ctx, fields), case.data["check"])
+    plain, streamed = yield from _both(_base(case, ctx, fields), case.data["check"], fields)
     if any(truncated(r) for r in (plain, streamed)):
         raise _Undecided(
             "reasoning_truncated",
@@ -622,7 +649,7 @@ def _reasoning_only(result: ChatResult) -> bool:
 def _run_structured(case: Case, ctx: RunContext) -> Graded:
     _, dialect = _dialect(ctx)
     request = _base(case, ctx, _on(dialect))
-    plain, streamed = yield from _both(request, "structured")
+    plain, streamed = yield from _both(request, "structured", _on(dialect))
     if any(truncated(r) for r in (plain, streamed)):
         raise _Undecided(
             "reasoning_truncated",
@@ -659,7 +686,12 @@ def _run_effort(case: Case, ctx: RunContext) -> Graded:
             result = yield Chat(request, f"prompt-{number}-{level}")
             requests += 1
             if not result.ok:
-                raise _Rejected(result)
+                contract: list[tuple[str, Mapping[str, Any]]] = [
+                    (EFFORT_REJECTED, effort.fields(level))
+                ]
+                if dialect.on:
+                    contract.append((SWITCH_REJECTED, dialect.on))
+                raise _Rejected(result, request, contract)
             if truncated(result):
                 # A reasoning cut at max_tokens has no length to compare.
                 raise _Undecided(
@@ -682,8 +714,8 @@ def _run_effort(case: Case, ctx: RunContext) -> Graded:
             lengths[level].append(
                 len(profile.tokenizer.encode_ordinary(reasoning)) if reasoning else 0
             )
-    if any(f.code == "reasoning_markers_in_content" for f in findings):
-        # The reasoning was not separated, so its length cannot be measured.
+    if any(f.code in UNMEASURED for f in findings):
+        # The reasoning was not separated, or not there to read: its length is unknown.
         return findings, {"requests": requests}
     ordered, metrics = effort_findings(lengths, effort.levels)
     return findings + ordered, {"requests": requests, "effort": metrics}
@@ -703,11 +735,14 @@ def _result_for(results: Mapping[str, Sequence[str]], name: str, used: Counter[s
 
 def _prompt_findings(
     ctx: RunContext, profile: Profile, request: Mapping[str, Any], result: ChatResult, name: str
-) -> Generator[Request, ChatResult, list[Finding]]:
-    """A follow-up's usage.prompt_tokens against the reference rendering of what was sent."""
-    count = (result.usage or {}).get("prompt_tokens")
-    if not isinstance(count, int):
-        return []
+) -> Generator[Request, ChatResult, list[Finding] | None]:
+    """A follow-up's usage.prompt_tokens against the reference rendering of what was sent.
+
+    None when the answer reports no prompt_tokens: the replayed history cannot be counted.
+    """
+    count = prompt_tokens(result)
+    if count is None:
+        return None
     rendering = profile.with_template_variables(request.get("chat_template_kwargs") or {})
     conversation = Conversation(request["messages"], request.get("tools"))
     if count == len(reference(rendering, conversation).ids):
@@ -726,12 +761,15 @@ class Turn:
         result: its answer.
         findings: what it got wrong.
         followup: whether it was a good follow-up to a tool result; None for the first turn.
+        counted: its prompt_tokens could be compared with the reference (False: a follow-up
+            whose answer reports none).
     """
 
     name: str
     result: ChatResult
     findings: list[Finding]
     followup: bool | None = None
+    counted: bool = True
 
 
 def _sent_reasoning(messages: Sequence[Mapping[str, Any]]) -> bool:
@@ -763,7 +801,7 @@ def _run_loop(
         result = yield Chat(request, name, stream=stream)
         if not result.ok:
             if turn == 1:
-                raise _Rejected(result)
+                raise _Rejected(result, request, ((SWITCH_REJECTED, _on(dialect)),))
             if not _sent_reasoning(sent) and dialect.tool_turns_need_reasoning:
                 # The model gave a call without reasoning, and the contract's API refuses such a
                 # history: the refusal is right (the missing reasoning is already reported).
@@ -792,12 +830,15 @@ def _run_loop(
             followup=after_tool,
         )
         good: bool | None = None
+        counted = True
         if after_tool:
-            found += yield from _prompt_findings(ctx, profile, request, result, name)
+            history = yield from _prompt_findings(ctx, profile, request, result, name)
+            counted = history is not None
+            found += history or []
             followed = followup_findings(result, tools, name)
             found += followed
             good = not followed and not any(f.code == "reasoning_only_response" for f in found)
-        turns.append(Turn(name, result, found, good))
+        turns.append(Turn(name, result, found, good, counted))
         choice = result.choice
         if (
             choice is None
@@ -864,12 +905,42 @@ def _run_agent_loop(case: Case, ctx: RunContext) -> Graded:
         loops.append((yield from _run_loop(case, ctx, profile, dialect, label, stream)))
     plain, streamed = loops
     findings = loop_findings(plain, streamed, compare=not ctx.sampled)
+    if not findings and not any(t.followup is not None for t in (*plain, *streamed)):
+        findings = _no_loop(case)
+    uncounted = next((t.name for t in (*plain, *streamed) if not t.counted), None)
+    if uncounted is not None and not findings:
+        raise _Unsupported(
+            f"{NO_PROMPT_TOKENS} ({uncounted}): whether the replayed reasoning reaches the "
+            "prompt cannot be seen"
+        )
     followups = [
         {"turn": int(t.name.rsplit("-", 1)[1]), "ok": t.followup}
         for t in (*plain, *streamed)
         if t.followup is not None
     ]
     return findings, {"requests": len(plain) + len(streamed), "followups": followups}
+
+
+def _no_loop(case: Case) -> list[Finding]:
+    """Neither loop made a call, so no follow-up was graded (pure).
+
+    Where the case's first turn requires a call, the server let the model answer without
+    one; otherwise there was no loop to grade.
+
+    Raises:
+        _Unsupported: the first turn did not require a call.
+    """
+    if case.data.get("first_tool_choice", "auto") != "required":
+        raise _Unsupported("the model made no call: there was no follow-up to grade")
+    return [
+        Finding(
+            "tool_choice_required_ignored",
+            "the first turn's tool_choice is required, but the answer made no call (in both "
+            "modes): there was no follow-up to grade",
+            expected="a tool call",
+            attempt="non-stream-turn-1",
+        )
+    ]
 
 
 def _run_invalid_history(case: Case, ctx: RunContext) -> Graded:
@@ -942,6 +1013,54 @@ def cost(case: Case) -> float:
     return QUICK if check == "invalid_history" else 2.0
 
 
+def without(request: Mapping[str, Any], fields: Mapping[str, Any]) -> dict[str, Any]:
+    """`request` with the fields `fields` sets taken out, objects field by field (pure).
+
+    The inverse of merging `fields` in: an object left empty goes too.
+    """
+    out = dict(request)
+    for key, value in fields.items():
+        inner = out.get(key)
+        if isinstance(value, Mapping) and isinstance(inner, Mapping):
+            rest = without(inner, value)
+            if rest:
+                out[key] = rest
+                continue
+        out.pop(key, None)
+    return out
+
+
+def _refusal(check: str, refused: _Rejected, ctx: RunContext) -> Exchange:
+    """A refused request: a failure when the contract's own fields are what is refused.
+
+    The same request is sent again without the contract's fields, innermost first; the first
+    that is answered shows that the fields left out were refused, which the lab's API accepts.
+    A refusal that outlasts them is about something the contract does not state: unsupported.
+    """
+    result, request = refused.result, refused.request
+    said = (result.error_object or {}).get("message") or result.body
+    for code, fields in refused.contract:
+        if request is None or not fields:
+            break
+        request = without(request, fields)
+        control = yield Chat(request, f"without-{'-'.join(sorted(fields))}")
+        if control.ok:
+            finding = Finding(
+                code,
+                f"{_json(fields)} was refused with HTTP {result.status}: {said!s:.160}; the "
+                f"same request without it was answered, and the model's contract states it",
+                expected="2xx",
+                actual=result.status,
+            )
+            metrics = {"check": check, "requests": len(ctx.observed)}
+            return Outcome.from_findings([finding], metrics=metrics)
+    return rejected(check, result, {"check": check, "requests": len(ctx.observed)})
+
+
+def _json(fields: Mapping[str, Any]) -> str:
+    return json.dumps(fields, separators=(", ", ": "))
+
+
 @family("reasoning", summarize=summarize, cost=cost)
 def run(case: Case, ctx: RunContext) -> Exchange:
     """The thinking channel, its switch and effort, and multi-turn agent loops."""
@@ -951,7 +1070,7 @@ def run(case: Case, ctx: RunContext) -> Exchange:
     except _Unsupported as exc:
         return unsupported(str(exc), {"check": check, "requests": 0})
     except _Rejected as refused:
-        return rejected(check, refused.result, {"check": check, "requests": len(ctx.observed)})
+        return (yield from _refusal(check, refused, ctx))
     except _Undecided as exc:
         return Outcome(
             Status.ERROR,

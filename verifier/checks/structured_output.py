@@ -43,8 +43,8 @@ from .common import (
     rejected,
     rejection_findings,
     schema_findings,
-    unreadable_findings,
 )
+from .evidence import evidence_findings
 from .registry import QUICK, family
 
 if TYPE_CHECKING:
@@ -89,13 +89,10 @@ def check_case(case: Case) -> None:
 
 def output_findings(case: Case, result: ChatResult, attempt: str) -> Iterator[Finding]:
     """Findings for one accepted answer to a constrained or truncation case (pure)."""
-    broken = unreadable_findings(result, attempt)
-    if broken:
-        yield from broken
-        return
+    broken = evidence_findings(result, attempt)
     choice = result.choice
-    if choice is None:
-        yield Finding("malformed_response", "the answer has no choice", attempt=attempt)
+    if broken or choice is None:
+        yield from broken
         return
     parsed = parse_json_output(choice.content)
     if kind_of(case) == "truncation" and parsed.code in ("truncated_json", "empty_output"):

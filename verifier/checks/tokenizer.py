@@ -30,6 +30,7 @@ from ..protocol.answers import ChatResult
 from ..protocol.requests import Chat, Exchange
 from ..protocol.tokenize import detokenize_answer, prompt_token_ids
 from .common import excerpt, unsupported
+from .evidence import NO_PROMPT_TOKENS, Malformed, counted
 from .registry import QUICK, family
 from .renderings import (
     Conversation,
@@ -121,8 +122,7 @@ def _prompt_tokens(
 ) -> Generator[Chat, ChatResult, int | None]:
     body = ctx.request(messages=[{"role": "user", "content": text}], max_tokens=1)
     result = yield Chat(body, name)
-    value = (result.usage or {}).get("prompt_tokens") if result.ok else None
-    return value if isinstance(value, int) else None
+    return counted(result, name) if result.ok else None
 
 
 def _by_counts(
@@ -143,7 +143,7 @@ def _run_ids(case: Case, ctx: RunContext, profile: Profile) -> Exchange:
     if endpoints.method == "prompt_tokens":
         found = yield from _by_counts(ctx, profile, text)
         if found is None:
-            return unsupported("no tokenizer endpoint and no usage.prompt_tokens", {})
+            return unsupported(f"no tokenizer endpoint, and {NO_PROMPT_TOKENS}", {})
         metrics.update(requests=len(ctx.observed), method="prompt_tokens")
         return Outcome.from_findings(found, metrics=metrics)
     messages = [{"role": "user", "content": text}]
@@ -251,4 +251,7 @@ def run(case: Case, ctx: RunContext) -> Exchange:
         return unsupported("needs a reference profile (--profile)", {})
     if case.data.get("check") == "detokenize":
         return (yield from _run_detokenize(case, ctx, profile))
-    return (yield from _run_ids(case, ctx, profile))
+    try:
+        return (yield from _run_ids(case, ctx, profile))
+    except Malformed as broken:
+        return Outcome.from_findings(broken.findings, metrics={"requests": len(ctx.observed)})

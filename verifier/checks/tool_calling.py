@@ -40,7 +40,8 @@ from ..outcome import CaseRecord, Finding, Outcome, Status
 from ..protocol.answers import ChatResult, Choice, ToolCall
 from ..protocol.requests import Chat, Exchange
 from ..stats import rate
-from .common import excerpt, rejected, schema_findings, unreadable_findings, unsupported
+from .common import excerpt, rejected, schema_findings, unsupported
+from .evidence import NO_PROMPT_TOKENS, evidence_findings, prompt_tokens
 from .registry import family
 from .tool_matching import calls_of, compare_calls, parse_arguments, signature
 
@@ -106,12 +107,10 @@ def validity_findings(
     `id_format` is the model contract's ``tool_call_id`` (a pattern, and whether its first
     group names the function), when it states one.
     """
-    broken = unreadable_findings(result, attempt)
-    if broken:
-        return broken
+    broken = evidence_findings(result, attempt)
     choice = result.choice
-    if choice is None:
-        return [Finding("malformed_response", "the answer has no choice", attempt=attempt)]
+    if broken or choice is None:
+        return broken
     findings: list[Finding] = []
     ids = [call.id for call in choice.tool_calls]
     for position, call in enumerate(choice.tool_calls):
@@ -594,22 +593,22 @@ def dynamic_request(case: Case, ctx: RunContext, *extra: Mapping[str, Any]) -> d
     )
 
 
-def dynamic_findings(declared: ChatResult, more: ChatResult) -> list[Finding]:
+def dynamic_findings(declared: int, more: int) -> list[Finding]:
     """Tools declared in a system message reach the prompt: one more costs tokens (pure).
 
-    `declared` answered the case's dynamic request, `more` the same with one more tool.
+    `declared` is the prompt_tokens of the case's dynamic request, `more` of the same with one
+    more tool.
     """
-    counts = [(r.usage or {}).get("prompt_tokens") for r in (declared, more)]
-    if not all(isinstance(c, int) for c in counts) or counts[0] != counts[1]:
+    if declared != more:
         return []
     return [
         Finding(
             "dynamic_tools_ignored",
-            f"one more tool declared in the system message left prompt_tokens at {counts[0]}: "
+            f"one more tool declared in the system message left prompt_tokens at {declared}: "
             "the tools declared there never reach the prompt",
             "$.usage.prompt_tokens",
-            expected=f"more than {counts[0]}",
-            actual=counts[1],
+            expected=f"more than {declared}",
+            actual=more,
             attempt="one-more-tool",
         )
     ]
@@ -622,6 +621,7 @@ def _run_dynamic(case: Case, ctx: RunContext) -> Exchange:
         return unsupported("the model's contract documents no tools declared in messages", metrics)
     id_format = ctx.profile.policies.tool_call_id
     found = _Repeats()
+    counts: tuple[int | None, int | None] = (None, None)
     asked = (
         ("non-stream-1", False, ()),
         ("stream-2", True, ()),
@@ -643,10 +643,25 @@ def _run_dynamic(case: Case, ctx: RunContext) -> Exchange:
                 metrics={**metrics, "requests": number},
             )
         if extra:
-            found.defects.extend(dynamic_findings(found.first or result, result))
+            # A count from an answer that cannot be read, or has no choice, is no evidence.
+            declared = found.first or result
+            counts = (
+                None if evidence_findings(declared, name) else prompt_tokens(declared),
+                None if evidence_findings(result, name) else prompt_tokens(result),
+            )
         else:
             found.add(case, result, name, stream, id_format)
-    return verdict(found, {**found.metrics(case, 2, ctx.sampled), "requests": 3})
+    case_metrics = {**found.metrics(case, 2, ctx.sampled), "requests": 3}
+    if counts[0] is None or counts[1] is None:
+        if not found.defects:
+            return unsupported(
+                f"{NO_PROMPT_TOKENS}: whether the tools declared in the system message reach "
+                "the prompt cannot be seen",
+                case_metrics,
+            )
+    else:
+        found.defects.extend(dynamic_findings(counts[0], counts[1]))
+    return verdict(found, case_metrics)
 
 
 @family("tool_calling", default_repeats=5, summarize=summarize)

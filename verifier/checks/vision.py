@@ -33,6 +33,7 @@ from ..protocol.requests import Chat, Exchange
 from ..reference.image_tokens import image_tokens
 from ..reference.images import image_part, invalid_part
 from .common import agreement, excerpt, hang_finding, rejection_findings, unsupported
+from .evidence import NO_PROMPT_TOKENS, Malformed, counted, evidence_findings, prompt_tokens
 from .registry import QUICK, family
 from .shapes import shape_findings
 
@@ -134,8 +135,7 @@ def _text_only_count(case: Case, ctx: RunContext) -> Generator[Chat, ChatResult,
         max_tokens=1,
     )
     result = yield Chat(request, "no-image")
-    value = (result.usage or {}).get("prompt_tokens") if result.ok else None
-    return value if isinstance(value, int) else None
+    return counted(result, "no-image") if result.ok else None
 
 
 class _Refused(Exception):
@@ -154,6 +154,9 @@ class _Unsupported(Exception):
 def _answered(result: ChatResult, what: str = "a valid image") -> str | None:
     if not result.ok:
         raise _Refused(result, what)
+    broken = evidence_findings(result, result.label)
+    if broken:
+        raise Malformed(broken)
     return result.choice.content if result.choice else None
 
 
@@ -218,9 +221,9 @@ def _image_cost(
     base = yield from _text_only_count(case, ctx)
     result = yield _chat(ctx, parts, name)
     _answered(result)
-    count = (result.usage or {}).get("prompt_tokens")
-    if base is None or not isinstance(count, int):
-        raise _Unsupported("the answer has no usage.prompt_tokens")
+    count = prompt_tokens(result)
+    if base is None or count is None:
+        raise _Unsupported(NO_PROMPT_TOKENS)
     return count - base
 
 
@@ -400,4 +403,6 @@ def run(case: Case, ctx: RunContext) -> Exchange:
         return unsupported(str(exc), {"check": check, "requests": len(ctx.observed)})
     except _Refused as refused:
         return _refused_outcome(refused, {"check": check, "requests": len(ctx.observed)})
+    except Malformed as broken:
+        findings = broken.findings
     return Outcome.from_findings(findings, metrics={"check": check, "requests": len(ctx.observed)})

@@ -51,10 +51,10 @@ from .common import (
     excerpt,
     hang_finding,
     rejected,
-    unreadable_findings,
     unsupported,
 )
 from .defaults import defaults_findings, sample_of
+from .evidence import evidence_findings, unreadable_findings
 from .registry import QUICK, family
 from .shapes import shape_findings
 
@@ -388,7 +388,7 @@ def _answer_findings(
 ) -> list[Finding]:
     """What one answer of the check got wrong: shape, stream protocol, the check's own rule."""
     attempt = result.label
-    broken = unreadable_findings(result, attempt)
+    broken = evidence_findings(result, attempt)
     if broken:
         return broken
     findings = shape_findings(result, attempt)
@@ -609,7 +609,7 @@ def _run_served_model(case: Case, ctx: RunContext) -> Graded:
     result = yield Chat(_request(case, ctx), label, stream=stream)
     if not result.ok:
         raise _Rejected(result)
-    findings = unreadable_findings(result, label) or served_model_findings(
+    findings = evidence_findings(result, label) or served_model_findings(
         result, ctx.model, served, label
     )
     return findings, {"requests": 1}

@@ -235,6 +235,8 @@ def parse_completion(status: int, body_bytes: bytes, headers: dict[str, str]) ->
             Problem("not_a_completion", "the body has no choices list", "$.choices")
         )
         return result
+    if not choices:
+        result.problems.append(Problem("no_choices", "the answer carried no choice", "$.choices"))
     for position, raw in enumerate(choices):
         where = f"$.choices[{position}]"
         if not isinstance(raw, dict):

@@ -138,6 +138,10 @@ class Dialect:
             return True
         return None
 
+    def switched(self, request: Mapping[str, Any]) -> bool:
+        """`request` carries the fields that turn thinking on or off (when there are any)."""
+        return any(fields and _contains(request, fields) for fields in (self.on, self.off))
+
     def replayed(self, messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """`messages` with past reasoning kept as :attr:`history` says a client sends it back.
 

@@ -409,6 +409,18 @@ STREAM_DROPS_TOOL_CALLS_AFTER_THINKING = _define(
 EFFORT_IGNORED = _define(
     "effort-ignored", "reasoning", "reasons the same, whatever effort level is asked for"
 )
+THINKING_SWITCH_REJECTED = _define(
+    "thinking-switch-rejected",
+    "reasoning",
+    "refuses a request that carries the fields the model's contract turns thinking on or off "
+    "with, HTTP 400 (a request model without them)",
+)
+EFFORT_REJECTED = _define(
+    "effort-rejected",
+    "reasoning",
+    "refuses a request that sets the reasoning effort field the model's contract documents, "
+    "HTTP 400",
+)
 REASONING_TOKENS_MISCOUNTED = _define(
     "reasoning-tokens-miscounted",
     "reasoning",

@@ -22,12 +22,14 @@ from ..reference.profiles import Profile, pinned_values
 from .defects import (
     DYNAMIC_TOOLS_IGNORED,
     DYNAMIC_TOOLS_REJECTED,
+    EFFORT_REJECTED,
     MISSING_REASONING_ACCEPTED,
     NON_ASCII_PROPERTIES_REJECTED,
     REASONING_HISTORY_REJECTED,
     SAMPLING_LIMITS_IGNORED,
     SAMPLING_PINS_IGNORED,
     SAMPLING_PINS_REFUSED,
+    THINKING_SWITCH_REJECTED,
     Defects,
 )
 from .distribution import MAX_TOP_LOGPROBS
@@ -53,6 +55,11 @@ class Policy:
         dynamic_tools: tools declared in a system message are offered to the model (the
             contract documents them); False: they are dropped.
         refuses_dynamic_tools: a system message without content is refused (a defect).
+        refuses_non_ascii_properties: a schema with a non-ASCII property name is refused (a
+            defect).
+        refuses_thinking_switch: a request carrying the dialect's thinking switch is refused
+            (a defect).
+        refuses_effort: a request setting the dialect's effort field is refused (a defect).
     """
 
     sampling: Mapping[str, Any] = dataclasses.field(default_factory=dict)
@@ -65,6 +72,8 @@ class Policy:
     dynamic_tools: bool = False
     refuses_dynamic_tools: bool = False
     refuses_non_ascii_properties: bool = False
+    refuses_thinking_switch: bool = False
+    refuses_effort: bool = False
 
     @classmethod
     def of(cls, profile: Profile | None, defects: Defects, *, vision: bool, model: str) -> Policy:
@@ -87,6 +96,8 @@ class Policy:
             else False,
             refuses_dynamic_tools=defects.has(DYNAMIC_TOOLS_REJECTED),
             refuses_non_ascii_properties=defects.has(NON_ASCII_PROPERTIES_REJECTED),
+            refuses_thinking_switch=defects.has(THINKING_SWITCH_REJECTED),
+            refuses_effort=defects.has(EFFORT_REJECTED),
         )
 
 
@@ -431,6 +442,9 @@ def request_problem(request: Any, policy: Policy | None = None) -> Rejection | N
     history = _history_problem(request, policy)
     if history:
         return history
+    refused = _dialect_problem(request, policy)
+    if refused:
+        return refused
     for message in request["messages"]:
         for part in message.get("content") if isinstance(message.get("content"), list) else []:
             if isinstance(part, dict) and part.get("type") == "image_url":
@@ -438,6 +452,23 @@ def request_problem(request: Any, policy: Policy | None = None) -> Rejection | N
                 if problem:
                     return Rejection(400, problem, "invalid_image", "messages")
     return _contract_problem(request)
+
+
+def _dialect_problem(request: Mapping[str, Any], policy: Policy) -> Rejection | None:
+    """A reasoning field the vendor's defects refuse, as a request model without it does."""
+    dialect = policy.dialect
+    if dialect is None:
+        return None
+    refused: Mapping[str, Any] | None = None
+    if policy.refuses_thinking_switch and dialect.switched(request):
+        refused = dialect.off if dialect.mode(request) is False else dialect.on
+    effort = dialect.effort
+    if policy.refuses_effort and effort is not None and effort.level_of(request) is not None:
+        refused = effort.fields(str(effort.level_of(request)))
+    if not refused:
+        return None
+    field = next(iter(refused))
+    return Rejection(400, f"{field}: extra inputs are not permitted", param=field)
 
 
 def _declares_tools(message: Any) -> bool:
