@@ -68,9 +68,39 @@ def test_a_failed_ruling_is_missed_and_a_required_family_must_have_compared() ->
     assert missed(ruled, **DEFAULTS) == ["ruling distribution"]
     ruled["rulings"] = [{"name": "distribution", "outcome": "same", "verdict": "pass"}]
     assert missed(ruled, require=True) == []
-    recorded = {**entry(), "rulings": []}
-    assert missed(recorded, **DEFAULTS) == []
-    assert missed(recorded, require=True) == ["require"]
+    recorded = {**entry(0, unsupported=24, verdict="recorded"), "rulings": []}
+    assert family_gate(recorded, DEFAULTS) == {
+        "gated": False,
+        "passed": True,
+        "missed": [],
+        "why": "recorded: nothing compared",
+    }
+    assert family_gate(recorded, {"require": True})["missed"] == [
+        {"threshold": "require", "limit": True, "actual": "recorded: nothing compared"}
+    ]
+
+
+def ruled(outcome: str, prompts: int) -> dict[str, Any]:
+    """A parity entry after its sequential test stopped at `prompts`, both rulings `outcome`."""
+    verdict = {"same": "pass", "different": "fail", "undecided": "inconclusive"}[outcome]
+    family = entry(prompts, verdict="pass" if verdict == "pass" else verdict)
+    family["rulings"] = [
+        {"name": name, "outcome": outcome, "verdict": verdict} for name in ("distribution", "kv")
+    ]
+    return family
+
+
+def test_a_sequential_test_that_decided_same_meets_the_gate_on_its_own_evidence() -> None:
+    """Parity's sign test may say "same" after 8 prompts and stop: the rulings, not the
+    default min_graded of 10 cases, say whether it saw enough."""
+    assert family_gate(ruled("same", 8), DEFAULTS) == {"gated": True, "passed": True, "missed": []}
+    assert missed(ruled("undecided", 24), **DEFAULTS) == ["conclusive"]
+    assert missed(ruled("different", 12), **DEFAULTS) == [
+        "ruling distribution",
+        "ruling kv",
+    ]
+    # A family without rulings still needs its cases.
+    assert missed(entry(8), **DEFAULTS) == ["min_graded"]
 
 
 def test_inconclusive_never_passes() -> None:
@@ -80,7 +110,12 @@ def test_inconclusive_never_passes() -> None:
 
 def test_unsupported_is_not_gated_unless_required() -> None:
     nothing = entry(0, unsupported=30, verdict="unsupported")
-    assert family_gate(nothing, DEFAULTS) == {"gated": False, "passed": True, "missed": []}
+    assert family_gate(nothing, DEFAULTS) == {
+        "gated": False,
+        "passed": True,
+        "missed": [],
+        "why": "unsupported",
+    }
     assert missed(nothing, require=True) == ["require"]
     assert missed(None, require=True) == ["require"]
 

@@ -32,6 +32,7 @@ from verifier.checks.parity import (
 )
 from verifier.outcome import CaseRecord, Outcome, Status
 from verifier.protocol.answers import ChatResult, Choice
+from verifier.scorecard.build import overall_verdict, summarize_family
 from verifier.stats import SequentialTest
 
 
@@ -145,7 +146,9 @@ def answer(tr: Trace, stream: bool = False) -> ChatResult:
 def test_grade_records_and_compares() -> None:
     answers = {"first": answer(A), "stream": answer(A, True), "again": answer(A)}
     recorded = grade(answers, None, requests=3)
-    assert recorded.status is Status.PASS
+    # Nothing to compare with: recorded, neither graded nor passed.
+    assert (recorded.status, recorded.code) == (Status.UNSUPPORTED, "recorded")
+    assert recorded.message.startswith("recorded: nothing to compare with")
     assert recorded.metrics["recording"]["first"] == A.to_json()
     assert "compared" not in recorded.metrics
     against = grade(answers, (A, A), requests=5)
@@ -204,10 +207,22 @@ def test_summarize_decides_in_the_order_of_the_prompt_ids() -> None:
 
 
 def test_summarize_without_a_reference_records_and_rules_nothing() -> None:
-    metrics = {"requests": 3, "recording": {"first": A.to_json(), "again": A.to_json()}}
-    only = CaseRecord("parity/p01-x", "parity", Outcome(Status.PASS, metrics=metrics))
-    summary = summarize([only], None)
-    assert (summary["mode"], summary["rulings"]) == ("recorded", [])
+    answers = {"first": answer(A), "stream": answer(A, True), "again": answer(A)}
+    records = [
+        CaseRecord(f"parity/p0{i}-x", "parity", grade(answers, None, requests=3)) for i in (1, 2)
+    ]
+    summary = summarize(records, None)
+    assert (summary["mode"], summary["rulings"], summary["recorded"]) == ("recorded", [], 2)
+    assert set(json.loads(recording_bytes(records))["prompts"]) == {"p01-x", "p02-x"}
+    # The family's verdict says so: a recording is never a pass, and the run is not one.
+    family = summarize_family(records, None, summarize)
+    assert (family["verdict"], family["score"], family["counts"]["unsupported"]) == (
+        "recorded",
+        None,
+        2,
+    )
+    assert overall_verdict({"parity": family}) == "recorded"
+    assert overall_verdict({"parity": family, "wire": {"verdict": "pass"}}) == "pass"
 
 
 def test_a_token_without_bytes_or_text_cannot_be_matched() -> None:

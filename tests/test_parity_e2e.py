@@ -35,10 +35,15 @@ def test_a_clean_vendor_against_itself_is_the_same_and_stops_when_ruled(
     simulator: Start, run_verifier: Run
 ) -> None:
     reference, vendor = simulator(), simulator("--fault-seed", "1")
-    run = run_verifier(vendor, "--families", "parity", "--reference-endpoint", reference, "-rs")
+    run = run_verifier(
+        vendor, "--families", "parity", "--reference-endpoint", reference, "-rs", "--gate"
+    )
     card = valid(run)
     assert run.returncode == 0, run.stdout[-3000:]
     assert rulings(run) == {"distribution": ("same", 8), "kv_cache": ("same", 8)}
+    # Eight prompts are what the sequential test needed to say "same": the gate counts that,
+    # not the ten cases a family without rulings needs.
+    assert card["gate"]["families"]["parity"] == {"gated": True, "passed": True, "missed": []}
     family = run.family("parity")
     assert family["verdict"] == "pass" and family["cases"] == 8
     assert f"SKIPPED [{PROMPTS - 8}]" in run.stdout
@@ -59,10 +64,22 @@ def test_a_clean_vendor_against_itself_is_the_same_and_stops_when_ruled(
 def test_a_recording_is_a_baseline_and_an_edited_one_is_refused(
     simulator: Start, run_verifier: Run, tmp_path: Path
 ) -> None:
-    reference = run_verifier(simulator(), "--families", "parity", out=tmp_path / "reference")
+    reference = run_verifier(simulator(), "--families", "parity", "-rs", out=tmp_path / "reference")
     assert reference.returncode == 0, reference.stdout[-3000:]
-    assert reference.family("parity")["rulings"] == []
-    assert reference.family("parity")["cases"] == PROMPTS
+    recorded = reference.family("parity")
+    assert recorded["rulings"] == []
+    assert recorded["cases"] == recorded["counts"]["unsupported"] == PROMPTS
+    # Nothing compared: recorded, not graded and not passed, and the terminal says so.
+    assert (recorded["verdict"], recorded["score"], reference.scorecard["verdict"]) == (
+        "recorded",
+        None,
+        "recorded",
+    )
+    assert f"parity  RECORDED     {PROMPTS} recorded, nothing compared" in reference.stdout
+    assert f"SKIPPED [{PROMPTS}] parity::" not in reference.stdout
+    assert "recorded: nothing to compare with (no --reference-endpoint or --baseline)" in (
+        reference.stdout
+    )
     baseline = str(tmp_path / "reference" / "scorecard.json")
     same = run_verifier(simulator(), "--baseline", baseline, "--families", "parity")
     assert rulings(same) == {"distribution": ("same", 8), "kv_cache": ("same", 8)}

@@ -7,12 +7,14 @@ from html.parser import HTMLParser
 from typing import Any
 
 from tests.compare_cards import family, scorecard, structured_metrics, tool_metrics
+from verifier import resources
 from verifier.compare import build_comparison
 from verifier.compare.inputs import Input
 from verifier.compare.model import Comparison, Signature, SignatureState
 from verifier.render.comparison_html import render_comparison_html
 from verifier.render.comparison_markdown import render_comparison_markdown
 from verifier.render.markdown import code, code_block, escape
+from verifier.render.report import summary_lines
 from verifier.render.scorecard_markdown import render_scorecard_markdown
 
 VOID = {"meta", "br", "hr", "img", "input", "link", "col", "area", "base", "wbr", "source"}
@@ -354,3 +356,30 @@ def test_scorecard_markdown_says_what_the_transport_did_and_where_the_budget_sto
         "- budget: tool_calling stopped after 10 of 172 cases (pass rate 95% interval "
         "[0.00, 0.28] below min_score 1)" in markdown
     )
+
+
+def recording() -> dict[str, Any]:
+    """A scorecard whose parity family recorded 24 prompts with nothing to compare them with."""
+    parity = family(0, 0, 0, 24, metrics={"mode": "recorded", "recorded": 24, "prompts": 24})
+    parity["verdict"] = "recorded"
+    parity["rulings"] = []
+    card = scorecard(families={"parity": parity})
+    card["verdict"] = "recorded"
+    return card
+
+
+def test_a_recording_is_shown_as_recorded_everywhere_and_never_as_a_pass() -> None:
+    card = recording()
+    assert list(resources.validator("scorecard").iter_errors(card)) == []
+    (line, overall) = summary_lines(card)
+    assert line.split()[:3] == ["parity", "RECORDED", "24"]
+    assert "nothing compared: not graded, not passed" in line
+    assert overall == "overall: RECORDED"
+    markdown = render_scorecard_markdown(card)
+    assert markdown.startswith("# RECORDED: ")
+    assert "### parity: RECORDED" in markdown
+    assert "- RECORDED: the answers were recorded with nothing to compare them with" in markdown
+    comparison = compare(card, vendors()[0])
+    assert "RECORDED (24 recorded, nothing compared)" in render_comparison_markdown(comparison)
+    page = render_comparison_html(comparison)
+    assert re.search(r'<td class="[^"]*recorded[^"]*"[^>]*>RECORDED \(24 recorded', page), page

@@ -49,7 +49,7 @@ from ..protocol.answers import ChatResult
 from ..protocol.requests import Chat, Exchange
 from ..stats import SequentialTest, bootstrap_mean_interval, rate
 from . import first_tokens
-from .common import rejected, unreadable_findings, unsupported
+from .common import rejected, unsupported
 from .distributions import (
     END,
     Trace,
@@ -59,6 +59,7 @@ from .distributions import (
     trace_of,
     without_alternatives,
 )
+from .evidence import evidence_findings
 from .registry import ParityContext, family
 
 if TYPE_CHECKING:
@@ -66,6 +67,13 @@ if TYPE_CHECKING:
     from .registry import RunContext
 
 MAX_TOKENS = 32
+# A prompt answered soundly with nothing to compare with: recorded for a later --baseline,
+# neither graded nor passed.
+RECORDED = "recorded"
+RECORDED_MESSAGE = (
+    "recorded: nothing to compare with (no --reference-endpoint or --baseline); a later run's "
+    "--baseline compares with parity.json"
+)
 # The recorded answers, written beside the scorecard, which holds their sha256.
 RECORDING_FILE = "parity.json"
 TEST = SequentialTest()
@@ -167,7 +175,7 @@ def grade(
     findings: list[Finding] = []
     traces: dict[str, Trace] = {}
     for name, result in answers.items():
-        broken = unreadable_findings(result, name)
+        broken = evidence_findings(result, name)
         if broken:
             findings += broken
             continue
@@ -186,7 +194,24 @@ def grade(
             metrics["stream_agrees"] = traces["stream"].tokens == traces["first"].tokens
         if reference is not None:
             metrics["compared"] = compared(reference, traces["first"], traces["again"])
+    if reference is None and not findings:
+        return recorded(metrics)
     return Outcome.from_findings(findings, metrics=metrics)
+
+
+def recorded(metrics: Mapping[str, Any]) -> Outcome:
+    """A prompt recorded with nothing to compare it with: not graded, not passed."""
+    return Outcome(Status.UNSUPPORTED, code=RECORDED, message=RECORDED_MESSAGE, metrics=metrics)
+
+
+def is_recorded(outcome: Outcome) -> bool:
+    """The prompt was answered soundly and recorded, with nothing to compare it with."""
+    return outcome.status is Status.UNSUPPORTED and outcome.code == RECORDED
+
+
+def _sound(record: CaseRecord) -> bool:
+    """A prompt whose answers were sound: passed, or recorded with nothing to compare."""
+    return record.outcome.status is Status.PASS or is_recorded(record.outcome)
 
 
 def _trace(result: ChatResult) -> Trace | None:
@@ -211,6 +236,11 @@ def _live_reference(
         result = yield Chat(body, name, target="reference", observe=False)
         if not result.ok:
             return rejected("the reference's logprobs", result, {"requests": asked})
+        if evidence_findings(result, name):
+            return unsupported(
+                f"the reference's {name} answer cannot be read or has no choice",
+                {"requests": asked},
+            )
         trace = _trace(result)
         if trace is None:
             return _unavailable("the reference's answer has no logprobs", asked)
@@ -227,7 +257,7 @@ def recording_bytes(records: Iterable[CaseRecord]) -> bytes:
     recording = {
         r.id: r.outcome.metrics["recording"]
         for r in records
-        if r.outcome.status is Status.PASS and "recording" in r.outcome.metrics
+        if _sound(r) and "recording" in r.outcome.metrics
     }
     return json.dumps(
         {"format": 1, "prompts": recording}, sort_keys=True, separators=(",", ":")
@@ -290,14 +320,14 @@ def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None)
     recording is what the cases compared with; its entry adds nothing here.)
     """
     records = list(records)
-    graded = sorted((r for r in records if r.outcome.status is Status.PASS), key=lambda r: r.id)
+    sound = [r for r in records if _sound(r)]
     summary: dict[str, Any] = {
         "recording": {
             "file": RECORDING_FILE,
             "sha256": hashlib.sha256(recording_bytes(records)).hexdigest(),
-            "prompts": len(graded),
+            "prompts": len(sound),
         },
-        "prompts": len(graded),
+        "prompts": len(sound),
     }
     sampled = _sampled(records)
     if sampled:
@@ -328,6 +358,7 @@ def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None)
     if not rows:
         summary["mode"] = "recorded"
         summary["rulings"] = []
+        summary["recorded"] = sum(is_recorded(r.outcome) for r in records)
         return summary
     summary["mode"] = "compared"
     summary["method"] = "logprobs"
@@ -460,7 +491,7 @@ def run(case: Case, ctx: RunContext) -> Exchange:
     parity = ctx.parity
     if parity.top_logprobs is not None:
         outcome = yield from _by_logprobs(case, ctx, parity)
-        if not (parity.sampling and parity.recording) or outcome.status is not Status.PASS:
+        if not (parity.sampling and parity.recording) or not is_recorded(outcome):
             return outcome
         # A recording run: the first tokens sampled too, for candidates without logprobs.
         got = yield from _samples(case, ctx, "endpoint")
@@ -550,9 +581,7 @@ def _samples(
         result = yield Chat(body, name, target=target, observe=target != "reference")
         if not result.ok:
             return rejected(f"{prefix}sampling", result, {"requests": i + 1})
-        broken = unreadable_findings(result, name)
-        if not broken and result.choice is None:
-            broken = [Finding("malformed_response", "the answer has no choice", "$.choices")]
+        broken = evidence_findings(result, name)
         if broken:
             return Outcome.from_findings(broken, metrics={"requests": i + 1})
         found.append(first_token(result))
@@ -577,7 +606,6 @@ def _by_sampling(case: Case, ctx: RunContext, parity: ParityContext) -> Exchange
     requests = first_tokens.SAMPLES * (2 if parity.live else 1)
     metrics: dict[str, Any] = {"requests": requests}
     if reference is None:
-        metrics["recording"] = {"samples": candidate}
-    else:
-        metrics["sampled"] = {"candidate": candidate, "reference": list(reference)}
+        return recorded({**metrics, "recording": {"samples": candidate}})
+    metrics["sampled"] = {"candidate": candidate, "reference": list(reference)}
     return Outcome(Status.PASS, metrics=metrics)

@@ -92,6 +92,9 @@ def family_measure(family: Mapping[str, Any] | None) -> Measure:
         return Measure(f"UNSUPPORTED (all {family.get('cases', 0)} cases)", State.UNSUPPORTED)
     if verdict == "inconclusive":
         return Measure(text, State.INCONCLUSIVE)
+    if verdict == "recorded":
+        recorded = (family.get("metrics") or {}).get("recorded", 0)
+        return Measure(f"RECORDED ({recorded} recorded, nothing compared)", State.RECORDED)
     if verdict in ("pass", "fail") and score is not None:
         return Measure(text, State.GRADED, float(score), interval)
     return Measure(text, State.INFO)
@@ -103,6 +106,8 @@ def verdict_measure(verdict: str) -> Measure:
         return Measure("UNSUPPORTED", State.UNSUPPORTED)
     if verdict == "inconclusive":
         return Measure("INCONCLUSIVE", State.INCONCLUSIVE)
+    if verdict == "recorded":
+        return Measure("RECORDED", State.RECORDED)
     if verdict in ("pass", "fail"):
         return Measure(verdict.upper(), State.GRADED, 1.0 if verdict == "pass" else 0.0)
     return Measure(verdict.upper(), State.INFO)

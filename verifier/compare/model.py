@@ -22,6 +22,7 @@ class State(enum.Enum):
     INFO = "info"  # shown for the reader, never ranked (a method, an offset, a decision)
     UNSUPPORTED = "unsupported"  # the endpoint declined: nothing was graded
     INCONCLUSIVE = "inconclusive"  # too many transport errors, or nothing graded
+    RECORDED = "recorded"  # answers recorded with nothing to compare them with: not graded
     MISSING = "missing"  # not run, or the scorecard holds no such value
 
 

@@ -44,6 +44,7 @@ td.worse { background: #ffe4e1; color: #82071e; font-weight: 600; }
 td.clearly-worse { background: #ffb8b0; color: #6e0016; font-weight: 700; }
 td.unsupported { background: #e6e8eb; color: #3d444d; font-weight: 600; font-style: italic; }
 td.inconclusive { background: #fff1c2; color: #6a4a00; font-weight: 600; }
+td.recorded { background: #ddf4ff; color: #0a3069; font-weight: 600; font-style: italic; }
 td.missing, td.info { color: #59636e; }
 .nc { outline: 2px dashed #bf8700; outline-offset: -3px; }
 th.nc { background: #fff1c2; }
@@ -76,6 +77,7 @@ CELL_CLASSES = {
 STATE_CLASSES = {
     State.UNSUPPORTED: "unsupported",
     State.INCONCLUSIVE: "inconclusive",
+    State.RECORDED: "recorded",
     State.MISSING: "missing",
     State.INFO: "info",
 }

@@ -74,6 +74,13 @@ def summary_lines(card: Mapping[str, Any]) -> list[str]:
     for name, family in card["families"].items():
         counts = family["counts"]
         codes = ", ".join(f"{code} x{n}" for code, n in list(family["codes"].items())[:3])
+        if family["verdict"] == "recorded":
+            lines.append(
+                f"{name:<{width}}  {'RECORDED':<12} {family['metrics'].get('recorded', 0)} "
+                "recorded, nothing compared: not graded, not passed (a later run's --baseline "
+                "compares with them)"
+            )
+            continue
         lines.append(
             f"{name:<{width}}  {family['verdict'].upper():<12} "
             f"{counts['pass']} pass, {counts['fail']} fail, {counts['error']} error, "

@@ -26,7 +26,7 @@ SKIPPED_TABLES = frozenset({"Failure codes", "Answers", "Method"})
 def _short_of(row: Row) -> bool:
     """Whether a one-vendor row falls short: below perfect, unsupported or inconclusive."""
     cell = row.cells[0]
-    if cell.state in (State.UNSUPPORTED, State.INCONCLUSIVE):
+    if cell.state in (State.UNSUPPORTED, State.INCONCLUSIVE, State.RECORDED):
         return True
     value = cell.measure.value
     if cell.state is not State.GRADED or value is None:
@@ -68,6 +68,11 @@ def _family_lines(name: str, family: Mapping[str, Any]) -> list[str]:
         lines.append("- UNSUPPORTED: the endpoint declined every case; nothing was graded")
     elif measure.state is State.INCONCLUSIVE:
         lines.append("- INCONCLUSIVE: too many transport errors, or nothing graded")
+    elif measure.state is State.RECORDED:
+        lines.append(
+            "- RECORDED: the answers were recorded with nothing to compare them with; nothing "
+            "was graded or passed (a later run's --baseline compares with the recording)"
+        )
     key, tables = VIEWS.get(name, generic)([family])
     lines += [f"- {escape(row.label)}: {escape(row.cells[0].text)}" for row in key]
     codes = family.get("codes") or {}

@@ -20,7 +20,8 @@ LEGEND = (
     "▼▼ worse than the best vendor, and the 95% intervals do not overlap",
     "UNSUPPORTED: the endpoint declined, nothing was graded (marked ▼ where another vendor "
     "was graded); INCONCLUSIVE: too many transport errors or nothing graded, never ranked; "
-    "– or not run: no data",
+    "RECORDED: answers recorded with nothing to compare them with (parity without a "
+    "reference), not graded, never ranked; – or not run: no data",
     f"{NOT_COMPARABLE} a column that a difference between the inputs affects (see the top)",
 )
 
@@ -35,6 +36,7 @@ def stands_out(cell: Cell) -> bool:
     return cell.standing is not Standing.NONE or cell.state in (
         State.UNSUPPORTED,
         State.INCONCLUSIVE,
+        State.RECORDED,
     )
 
 

@@ -84,7 +84,8 @@ class CaseItem(pytest.Item):
         assert outcome is not None, "setup ran the case"
         if outcome.status is Status.UNSUPPORTED:
             message = outcome.message
-            pytest.skip(message if message.startswith("unsupported") else f"unsupported: {message}")
+            shown = message.startswith(("unsupported", "recorded"))
+            pytest.skip(message if shown else f"unsupported: {message}")
         if outcome.status is Status.FAIL:
             pytest.fail(render_outcome(self.case, outcome), pytrace=False)
 

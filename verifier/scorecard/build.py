@@ -97,7 +97,10 @@ def summarize_family(
         summarize: the family's own sub-metrics (see ``Family.summarize``), if it has any.
             Its ``rulings`` (a list, possibly empty) are decisions over all the cases
             together, each with a ``verdict`` and, when it fails, a ``code``: they go into
-            the entry's ``rulings`` and can make the family's verdict worse.
+            the entry's ``rulings`` and can make the family's verdict worse. Its
+            ``recorded`` counts cases answered soundly and recorded with nothing to compare
+            them with (each unsupported, code ``recorded``): a family with no graded case and
+            some recorded has the verdict ``recorded``, never ``pass``.
     """
     records = list(records)
     counts = dict.fromkeys(STATUSES, 0)
@@ -116,6 +119,9 @@ def summarize_family(
         metrics.update(summarize(records, baseline))
     rulings = metrics.pop("rulings", None)
     family_verdict = verdict(counts)
+    if family_verdict == "unsupported" and metrics.get("recorded"):
+        # Cases answered soundly and recorded, with nothing to compare them with.
+        family_verdict = "recorded"
     for ruling in rulings or ():
         family_verdict = worse(family_verdict, ruling["verdict"])
         if ruling.get("code"):
@@ -138,29 +144,26 @@ def summarize_family(
 
 # A ruling over all of a family's cases can only make a family's verdict worse, in this order.
 _SEVERITY = ("unsupported", "pass", "inconclusive", "fail")
+# The run's verdict is its families' worst, in this order; a family that only recorded, or
+# was unsupported, never makes a run pass.
+_OVERALL = ("fail", "inconclusive", "pass", "recorded", "unsupported")
 
 
 def worse(verdict: str, decided: str) -> str:
     """The worse of a family's verdict from its cases and a decision over all of them.
 
-    A family none of whose cases ran stays unsupported: a decision over no case decides
-    nothing.
+    A family none of whose cases was graded stays unsupported (or recorded): a decision over
+    no case decides nothing.
     """
-    if verdict == "unsupported":
+    if verdict in ("unsupported", "recorded"):
         return verdict
     return max(verdict, decided, key=_SEVERITY.index)
 
 
 def overall_verdict(families: Mapping[str, Mapping[str, Any]]) -> str:
-    """Fail if any family fails, else inconclusive if any is, else pass (unsupported ignored)."""
-    verdicts = [f["verdict"] for f in families.values()]
-    if "fail" in verdicts:
-        return "fail"
-    if "inconclusive" in verdicts:
-        return "inconclusive"
-    if "pass" in verdicts:
-        return "pass"
-    return "unsupported"
+    """The families' worst verdict: fail, inconclusive, pass, then recorded, unsupported."""
+    verdicts = {f["verdict"] for f in families.values()}
+    return next((v for v in _OVERALL if v in verdicts), "unsupported")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -51,6 +51,8 @@ THRESHOLDS: dict[str, type[int] | tuple[type[int], type[float]]] = {
 # pass^k depends on the model as much as on the serving: set it from a reference run.
 DEFAULTS: dict[str, Any] = {"min_score": 1.0, "max_error_rate": 0.05, "min_graded": 10}
 FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {"structured_output": {"max_silent_acceptance": 0}}
+# Family verdicts no threshold applies to, and what the gate says of them: nothing was graded.
+UNGATED = {"unsupported": "unsupported", "recorded": "recorded: nothing compared"}
 
 
 def _checked(table: Any, where: str, families: tuple[str, ...]) -> dict[str, dict[str, Any]]:
@@ -167,16 +169,21 @@ def family_gate(
     def miss(threshold: str, limit: Any, actual: Any) -> None:
         missed.append({"threshold": threshold, "limit": limit, "actual": actual})
 
-    if family is None or family["verdict"] == "unsupported":
+    if family is None or family["verdict"] in UNGATED:
+        why = "not run" if family is None else UNGATED[family["verdict"]]
         if limits.get("require"):
-            miss("require", True, "not run" if family is None else "unsupported")
-        return {"gated": False, "passed": not missed, "missed": missed}
+            miss("require", True, why)
+        return {"gated": False, "passed": not missed, "missed": missed, "why": why}
     counts = family["counts"]
     graded = counts["pass"] + counts["fail"]
     attempted = graded + counts["error"]
     if family["verdict"] == "inconclusive":
         miss("conclusive", True, "inconclusive")
-    if graded < limits.get("min_graded", 0):
+    rulings = family.get("rulings")
+    # A family that decides over all its cases together (a sequential test) stops once it has
+    # decided: its rulings, not a count of cases, say whether it saw enough (an undecided one
+    # makes the family inconclusive, missed above).
+    if not rulings and graded < limits.get("min_graded", 0):
         miss("min_graded", limits["min_graded"], graded)
     if "min_score" in limits and (family["score"] is None or family["score"] < limits["min_score"]):
         miss("min_score", limits["min_score"], family["score"])
@@ -187,7 +194,6 @@ def family_gate(
         silent = _silent(family)
         if silent > limits["max_silent_acceptance"]:
             miss("max_silent_acceptance", limits["max_silent_acceptance"], silent)
-    rulings = family.get("rulings")
     for ruling in rulings or ():
         if ruling["verdict"] == "fail":
             miss(f"ruling {ruling['name']}", "same", ruling["outcome"])
@@ -236,5 +242,5 @@ def summary_lines(gate: Mapping[str, Any]) -> list[str]:
                 f"  {name}: {missed['threshold']} {missed['limit']!r} missed (actual {actual})"
             )
         if not result["gated"] and result["passed"]:
-            lines.append(f"  {name}: not gated (unsupported or not run)")
+            lines.append(f"  {name}: not gated ({result['why']})")
     return lines
