@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import VerifierRun
+from tests.conftest import REPO, VerifierRun, kimi_thinking_folder
 from tests.hubcache import KIMI_DIR, KIMI_FILES
 from verifier import resources
 from verifier.cases.corpus import load_corpus
@@ -24,6 +24,7 @@ from verifier.reference.profiles import (
     model_key,
     profile_for_model,
 )
+from verifier.reference.template import ChatTemplate
 from verifier.simulator.process import SimulatorProcess
 
 CONTRACTS = builtin_names()
@@ -128,6 +129,48 @@ def test_contract_validates_and_cites_every_fact(name: str) -> None:
     assert set(data["sources"]) <= cited, "a source that no fact cites"
 
 
+def rendered_history(template: str) -> str:
+    """Which past reasoning `template` renders, as a contract's history rule names it.
+
+    A finished exchange, a new user message, then a tool-call turn of the current loop: ``all``
+    renders both turns' reasoning, ``tool_turns`` only the current loop's, ``none`` neither.
+    """
+    messages = [
+        {"role": "user", "content": "Is 91 prime?"},
+        {"role": "assistant", "content": "No.", "reasoning_content": "EARLIER-REASONING"},
+        {"role": "user", "content": "Weather in Lima?"},
+        {
+            "role": "assistant",
+            "content": "",
+            "reasoning_content": "CURRENT-REASONING",
+            "tool_calls": [
+                {
+                    "id": "functions.get_weather:0",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Lima"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "functions.get_weather:0", "content": "19 C"},
+    ]
+    text = ChatTemplate(template).render(messages).text
+    rules = {(True, True): "all", (False, True): "tool_turns", (False, False): "none"}
+    return rules[("EARLIER-REASONING" in text, "CURRENT-REASONING" in text)]
+
+
+# The model releases' own chat templates in tests/data, by the contract they belong to.
+TEMPLATES = {
+    "qwen3": REPO / "tests" / "data" / "qwen3" / "chat_template.jinja",
+    "kimi-k2-thinking": REPO / "tests" / "data" / "kimi-k2-thinking" / "chat_template.jinja",
+}
+
+
+@pytest.mark.parametrize("name", sorted(TEMPLATES))
+def test_history_rule_is_what_the_models_template_renders(name: str) -> None:
+    template = TEMPLATES[name].read_text(encoding="utf-8")
+    assert contract(name)["reasoning"]["history"] == rendered_history(template)
+
+
 def test_served_ids_select_exactly_their_contract() -> None:
     owners: dict[str, str] = {}
     for name in CONTRACTS:
@@ -201,3 +244,28 @@ def test_contract_checks_pass_an_honouring_vendor_and_fail_a_defective_one(
     assert runs["clean"].scorecard["profile"]["contract_version"] == data["version"]
     codes, _ = graded(runs["defective"])
     assert codes == CODES[name], runs["defective"].stdout[-3000:]
+
+
+@pytest.mark.slow
+def test_qwen3_contract_catches_a_vendor_that_drops_the_loops_reasoning(
+    tmp_path: Path, run_verifier: Callable[..., VerifierRun]
+) -> None:
+    """Qwen3's history rule sends the current loop's reasoning back, so dropping it shows.
+
+    Qwen3's own template cannot render the null content of the tool-call turns an agent loop
+    sends back ('None' has no attribute 'lstrip'), so Kimi K2 Thinking's stands in: it too
+    renders the reasoning of the current tool-call loop only. Under main's rule (none) the loop
+    sent no reasoning and this vendor passed. About 2 s.
+    """
+    profile = f"qwen3:{kimi_thinking_folder(tmp_path / 'files')}"
+    vendor = SimulatorProcess(["--profile", profile, "--defect", "template-drops-reasoning"])
+    try:
+        run = run_verifier(
+            vendor.url, "--profile", profile, "--families", "reasoning", "-k", "loop"
+        )
+    finally:
+        vendor.stop()
+    codes, outcomes = graded(run)
+    assert codes == {"reasoning_history_dropped"}, run.stdout[-3000:]
+    loops = {c.id for c in CASES if check_of(c) == "agent_loop"}
+    assert {case for case, status in outcomes.items() if status == "fail"} == loops
