@@ -1,5 +1,6 @@
-"""The built-in model contracts: each loads, validates, cites a source for every fact, and its
-checks pass a vendor that honours it and fail one that does not, with exactly their codes."""
+"""The built-in model contracts: each loads, validates, cites a source for every fact at every
+depth, states what its model's own chat template does, and its checks pass a vendor that honours
+it and fail one that does not, with exactly their codes."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import VerifierRun
+from tests.conftest import REPO, VerifierRun, kimi_thinking_folder
 from tests.hubcache import KIMI_DIR, KIMI_FILES
 from verifier import resources
 from verifier.cases.corpus import load_corpus
@@ -21,9 +22,12 @@ from verifier.reference.profiles import (
     BUILTIN_DIR,
     PROFILE_FILE,
     builtin_names,
+    citation_errors,
+    facts,
     model_key,
     profile_for_model,
 )
+from verifier.reference.template import ChatTemplate
 from verifier.simulator.process import SimulatorProcess
 
 CONTRACTS = builtin_names()
@@ -32,10 +36,6 @@ CONTRACTS = builtin_names()
 def check_of(case: Any) -> str:
     """The contract check a case belongs to (its check, probe or tool-calling category)."""
     return str(case.data.get("check") or case.data.get("probe") or case.data.get("category"))
-
-
-# Keys of a profile file that are about the file, not facts about the model.
-NOT_FACTS = {"description", "version", "sources", "cites"}
 
 
 def _thinks(c: dict[str, Any]) -> bool:
@@ -121,11 +121,105 @@ def test_contract_validates_and_cites_every_fact(name: str) -> None:
     data = contract(name)
     assert list(resources.validator("profile").iter_errors(data)) == []
     assert data["version"] and data["hub"]["repo"] and data["served_models"]
-    facts = set(data) - NOT_FACTS
-    assert facts <= set(data["cites"]), f"facts without a source: {facts - set(data['cites'])}"
-    cited = {source for ids in data["cites"].values() for source in ids}
-    assert cited <= set(data["sources"]), f"cited but not listed: {cited - set(data['sources'])}"
-    assert set(data["sources"]) <= cited, "a source that no fact cites"
+    assert citation_errors(data) == []
+    for source in data["sources"].values():
+        assert source["what"].strip(), source["url"]
+
+
+def test_facts_are_every_leaf_and_each_request_fragment_whole() -> None:
+    stated = {
+        "description": "not a fact",
+        "version": "v1",
+        "hub": {"repo": "org/model", "revision": "main"},
+        "served_models": ["org/model", "model"],
+        "thinking": {"on": {"thinking": {"type": "enabled"}}, "off": {"thinking": {"x": 0}}},
+        "reasoning": {"tags": {"start": "<think>", "end": "</think>"}, "history": "all"},
+        "sampling": {"top_p": {"fixed": 0.95, "off_policy": "reject"}},
+        "sources": {"a": {"url": "https://a.invalid", "what": "a"}},
+        "cites": {"hub.repo": ["a"]},
+    }
+    assert facts(stated) == {
+        "hub.repo": "org/model",
+        "served_models": ["org/model", "model"],
+        "thinking.on": {"thinking": {"type": "enabled"}},
+        "thinking.off": {"thinking": {"x": 0}},
+        "reasoning.tags.start": "<think>",
+        "reasoning.tags.end": "</think>",
+        "reasoning.history": "all",
+        "sampling.top_p.fixed": 0.95,
+        "sampling.top_p.off_policy": "reject",
+    }
+
+
+def test_a_nested_fact_without_its_own_source_is_an_error() -> None:
+    data = contract("qwen3")
+    kept = {path: ids for path, ids in data["cites"].items() if path != "reasoning.history"}
+    uncited = {**data, "cites": kept}
+    assert citation_errors(uncited) == ["reasoning.history: no source cited"]
+    stray = {**data, "cites": {**data["cites"], "reasoning.field": ["qwen3_template"]}}
+    assert citation_errors(stray) == ["cites reasoning.field: the contract states no such fact"]
+    unknown = {**data, "cites": {**data["cites"], "reasoning.tool_markers": ["nowhere"]}}
+    assert citation_errors(unknown) == ["cites reasoning.tool_markers: 'nowhere' is not in sources"]
+    extra = {"url": "https://extra.invalid", "what": "states nothing here"}
+    orphan = {**data, "sources": {**data["sources"], "extra": extra}}
+    assert citation_errors(orphan) == ["sources extra: no fact cites it"]
+
+
+def test_top_level_cites_do_not_cite_the_facts_beneath_them() -> None:
+    """main's form: one list per top-level key, which says nothing of which fact a source states."""
+    data = contract("deepseek-v4")
+    by_key: dict[str, list[str]] = {}
+    for path, ids in data["cites"].items():
+        by_key.setdefault(path.split(".")[0], []).extend(ids)
+    errors = citation_errors({**data, "cites": by_key})
+    nested = [path for path in facts(data) if "." in path]
+    assert errors == [
+        *(f"{path}: no source cited" for path in nested),
+        *(f"cites {key}: the contract states no such fact" for key in ("hub", "thinking")),
+        "cites reasoning: the contract states no such fact",
+    ]
+
+
+def rendered_history(template: str) -> str:
+    """Which past reasoning `template` renders, as a contract's history rule names it.
+
+    A finished exchange, a new user message, then a tool-call turn of the current loop: ``all``
+    renders both turns' reasoning, ``tool_turns`` only the current loop's, ``none`` neither.
+    """
+    messages = [
+        {"role": "user", "content": "Is 91 prime?"},
+        {"role": "assistant", "content": "No.", "reasoning_content": "EARLIER-REASONING"},
+        {"role": "user", "content": "Weather in Lima?"},
+        {
+            "role": "assistant",
+            "content": "",
+            "reasoning_content": "CURRENT-REASONING",
+            "tool_calls": [
+                {
+                    "id": "functions.get_weather:0",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Lima"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "functions.get_weather:0", "content": "19 C"},
+    ]
+    text = ChatTemplate(template).render(messages).text
+    rules = {(True, True): "all", (False, True): "tool_turns", (False, False): "none"}
+    return rules[("EARLIER-REASONING" in text, "CURRENT-REASONING" in text)]
+
+
+# The model releases' own chat templates in tests/data, by the contract they belong to.
+TEMPLATES = {
+    "qwen3": REPO / "tests" / "data" / "qwen3" / "chat_template.jinja",
+    "kimi-k2-thinking": REPO / "tests" / "data" / "kimi-k2-thinking" / "chat_template.jinja",
+}
+
+
+@pytest.mark.parametrize("name", sorted(TEMPLATES))
+def test_history_rule_is_what_the_models_template_renders(name: str) -> None:
+    template = TEMPLATES[name].read_text(encoding="utf-8")
+    assert contract(name)["reasoning"]["history"] == rendered_history(template)
 
 
 def test_served_ids_select_exactly_their_contract() -> None:
@@ -142,10 +236,15 @@ def test_a_contract_is_listed_with_its_sources() -> None:
         [sys.executable, "-m", "verifier", "profiles"], capture_output=True, text=True, check=False
     )
     assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
     for name in CONTRACTS:
         data = contract(name)
         assert name in shown.stdout
         assert data["version"] in shown.stdout
+        for path, value in facts(data).items():
+            shown_value = json.dumps(value, ensure_ascii=False)
+            line = f"  {path} = {shown_value}  [{', '.join(data['cites'][path])}]"
+            assert line in lines, line
         for source in data["sources"].values():
             assert source["url"] in shown.stdout
 
@@ -201,3 +300,28 @@ def test_contract_checks_pass_an_honouring_vendor_and_fail_a_defective_one(
     assert runs["clean"].scorecard["profile"]["contract_version"] == data["version"]
     codes, _ = graded(runs["defective"])
     assert codes == CODES[name], runs["defective"].stdout[-3000:]
+
+
+@pytest.mark.slow
+def test_qwen3_contract_catches_a_vendor_that_drops_the_loops_reasoning(
+    tmp_path: Path, run_verifier: Callable[..., VerifierRun]
+) -> None:
+    """Qwen3's history rule sends the current loop's reasoning back, so dropping it shows.
+
+    Qwen3's own template cannot render the null content of the tool-call turns an agent loop
+    sends back ('None' has no attribute 'lstrip'), so Kimi K2 Thinking's stands in: it too
+    renders the reasoning of the current tool-call loop only. Under main's rule (none) the loop
+    sent no reasoning and this vendor passed. About 2 s.
+    """
+    profile = f"qwen3:{kimi_thinking_folder(tmp_path / 'files')}"
+    vendor = SimulatorProcess(["--profile", profile, "--defect", "template-drops-reasoning"])
+    try:
+        run = run_verifier(
+            vendor.url, "--profile", profile, "--families", "reasoning", "-k", "loop"
+        )
+    finally:
+        vendor.stop()
+    codes, outcomes = graded(run)
+    assert codes == {"reasoning_history_dropped"}, run.stdout[-3000:]
+    loops = {c.id for c in CASES if check_of(c) == "agent_loop"}
+    assert {case for case, status in outcomes.items() if status == "fail"} == loops

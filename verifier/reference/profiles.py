@@ -64,6 +64,14 @@ _KIMI_TOKENIZER = {"tokenizer": {"pat_str": KIMI_PAT_STR, "reserved_special_toke
 BUILTIN: dict[str, dict[str, Any]] = {
     name: _KIMI_TOKENIZER for name in ("kimi-k2", "kimi-k2-thinking", "kimi-k2.5", "kimi-k3")
 }
+# A contract's facts are named by dotted path ("reasoning.history", "sampling.top_p.fixed").
+# A fact is a value that is not an object, at any depth; an object is walked into, except these,
+# each one fact as a whole: a request fragment, whose keys are the lab's request fields (not the
+# profile's) and which a source states whole ("send {"thinking": {"type": "enabled"}}").
+WHOLE_FACTS = frozenset({"thinking.on", "thinking.off"})
+# Keys about the file itself, or the verifier's own choice (which hub revision to read; the
+# scorecard records the commit it resolved to): no source states them.
+NOT_FACTS = frozenset({"description", "version", "sources", "cites", "hub.revision"})
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -247,6 +255,45 @@ def builtin_contract(name: str) -> dict[str, Any]:
     """The built-in profile `name`'s own settings (its contract), as its file states them."""
     contract: dict[str, Any] = _read_json(BUILTIN_DIR / name / PROFILE_FILE)
     return contract
+
+
+def facts(contract: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Every fact a contract states, by dotted path (see :data:`WHOLE_FACTS`), with its value."""
+    found: dict[str, Any] = {}
+    for key, value in contract.items():
+        path = f"{prefix}{key}"
+        if path in NOT_FACTS:
+            continue
+        if isinstance(value, Mapping) and path not in WHOLE_FACTS:
+            found.update(facts(value, f"{path}."))
+        else:
+            found[path] = value
+    return found
+
+
+def citation_errors(contract: Mapping[str, Any]) -> list[str]:
+    """What is wrong with a contract's citations, one line each (none when every fact is cited).
+
+    Every fact names the sources that state it in ``cites``, by its own dotted path (a source
+    cited for a whole object would not say which of its facts it states); every cite names a
+    fact and listed sources; every listed source is cited.
+    """
+    stated = facts(contract)
+    cites: Mapping[str, Sequence[str]] = contract.get("cites") or {}
+    sources: Mapping[str, Any] = contract.get("sources") or {}
+    errors = [f"{path}: no source cited" for path in stated if not cites.get(path)]
+    errors += [
+        f"cites {path}: the contract states no such fact" for path in cites if path not in stated
+    ]
+    errors += [
+        f"cites {path}: {source!r} is not in sources"
+        for path, ids in cites.items()
+        for source in ids
+        if source not in sources
+    ]
+    cited = {source for ids in cites.values() for source in ids}
+    errors += [f"sources {source}: no fact cites it" for source in sources if source not in cited]
+    return errors
 
 
 def ships_files(name: str) -> bool:
