@@ -53,8 +53,8 @@ URL = (
 # The bad requests the SDK's types take, by field and mutation, and why the schema refuses them.
 STRICTER: dict[tuple[str, str], str] = {
     ("model", "empty"): (
-        "an empty model names none (`minLength: 1`); the specification gives no length, the "
-        "API answers that a model must be given"
+        "an empty model names none (`minLength: 1`); the specification gives no length, and "
+        "OpenAI answers a request without a model with 400 `you must provide a model parameter`"
     ),
     ("messages", "empty"): f"`minItems: 1`: {SPEC}",
     ("messages[].content", "empty"): (
