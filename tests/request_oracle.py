@@ -16,7 +16,9 @@ which changes what the types accept:
 Validation is strict and in JSON mode: the API takes JSON and refuses ``"1"`` for an integer
 and ``"true"`` for a boolean (``Invalid type for 'max_tokens': expected an integer, but got a
 string instead``), which pydantic's lax mode would coerce; a JSON integer is still a number.
-Keys the types do not declare (vendor extras) are ignored, as the API's own types do.
+Keys the types do not declare are ignored, as the request schema allows them: OpenAI's API
+refuses them (``Unrecognized request argument supplied``), but a server may take its own
+(``top_k``, ``chat_template_kwargs``), and a bad request is about the keys both declare.
 
 Where the types say nothing the oracle says nothing: ranges, lengths and patterns (which the
 specification states and a TypedDict cannot), and the fields typed ``object`` or
