@@ -43,11 +43,11 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 # developer's: every test and every run it starts begins from the same empty cache.
 os.environ[CACHE_ENV] = tempfile.mkdtemp(prefix="verifier-cache-")
 atexit.register(shutil.rmtree, os.environ[CACHE_ENV], ignore_errors=True)
-# The built-in Kimi K2 profile, and test profiles on top of it: the test vision projector's
-# image rule, and Kimi K2 Thinking's chat template (it renders reasoning_content).
+# The built-in Kimi K2 profile, a test profile on top of it (the test vision projector's image
+# rule), and the built-in Kimi K2 Thinking profile (its template renders reasoning_content).
 KIMI_PROFILE = "kimi-k2"
 KIMI_VISION_PROFILE = f"kimi-k2:{REPO / 'tests' / 'data' / 'kimi-k2-vision'}"
-KIMI_THINKING_PROFILE = f"kimi-k2:{REPO / 'tests' / 'data' / 'kimi-k2-thinking'}"
+KIMI_THINKING_PROFILE = "kimi-k2-thinking"
 
 
 def fake_key(label: str) -> str:
@@ -388,25 +388,22 @@ def realserver_run(
 
 
 def kimi_thinking_folder(folder: Path) -> Path:
-    """Kimi K2 Thinking's model files in `folder`: the built-in Kimi tokenizer, its template.
-
-    The kimi-k2-thinking contract ships no files (they come from its hub repository); the
-    tokenizer is Kimi K2's, and the chat template is the K2 Thinking release's (tests/data).
-    """
+    """Kimi K2 Thinking's model files in a plain `folder`, for another contract to borrow: the
+    built-in's chat template and the Kimi tokenizer it reads from the kimi-k2 built-in."""
     import shutil
 
-    builtin = REPO / "verifier" / "reference" / "builtin" / "kimi-k2"
+    builtin = REPO / "verifier" / "reference" / "builtin"
     folder.mkdir(parents=True, exist_ok=True)
     for name in ("tiktoken.model", "tokenizer_config.json", "tokenizer_spec.json"):
-        shutil.copy(builtin / name, folder / name)
-    shutil.copy(REPO / "tests" / "data" / "kimi-k2-thinking" / "chat_template.jinja", folder)
+        shutil.copy(builtin / "kimi-k2" / name, folder / name)
+    shutil.copy(builtin / "kimi-k2-thinking" / "chat_template.jinja", folder)
     return folder
 
 
 @pytest.fixture(scope="session")
-def kimi_thinking_profile(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """``--profile`` for Kimi K2 Thinking: its contract over its files (kimi_thinking_folder)."""
-    return f"kimi-k2-thinking:{kimi_thinking_folder(tmp_path_factory.mktemp('kimi-k2-thinking'))}"
+def kimi_thinking_profile() -> str:
+    """``--profile`` for Kimi K2 Thinking: the built-in, its contract over its shipped files."""
+    return KIMI_THINKING_PROFILE
 
 
 @pytest.fixture(scope="session")

@@ -209,10 +209,11 @@ def rendered_history(template: str) -> str:
     return rules[("EARLIER-REASONING" in text, "CURRENT-REASONING" in text)]
 
 
-# The model releases' own chat templates in tests/data, by the contract they belong to.
+# The model releases' own chat templates (in tests/data, or shipped with the built-in), by the
+# contract they belong to.
 TEMPLATES = {
     "qwen3": REPO / "tests" / "data" / "qwen3" / "chat_template.jinja",
-    "kimi-k2-thinking": REPO / "tests" / "data" / "kimi-k2-thinking" / "chat_template.jinja",
+    "kimi-k2-thinking": BUILTIN_DIR / "kimi-k2-thinking" / "chat_template.jinja",
 }
 
 

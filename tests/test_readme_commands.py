@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,6 @@ import pytest
 from tests.conftest import REPO, child_env
 from tests.hubcache import commit_of, kimi_files, populate
 from tests.server_process import free_port
-from verifier.cases.corpus import load_corpus
 from verifier.config import DEFAULT_FAMILIES
 from verifier.reference.profiles import builtin_names
 from verifier.simulator.process import SimulatorProcess
@@ -34,11 +34,10 @@ pytestmark = pytest.mark.slow
 README = (REPO / "README.md").read_text()
 SET_UP = "python3 -m venv .venv && . .venv/bin/activate && pip install -e . && "
 MAIN = (
-    "(verifier simulate --profile kimi-k2 --port 8111 > /dev/null &) && sleep 5 && "
-    "pytest --endpoint http://127.0.0.1:8111 --profile kimi-k2"
+    "(verifier simulate --profile kimi-k2-thinking --port 8111 > /dev/null &) && sleep 5 && "
+    "pytest --endpoint http://127.0.0.1:8111 --profile kimi-k2-thinking"
 )
 DEMO = "verifier demo"
-REASONING_CASES = load_corpus(["reasoning"]).cases
 KEYGEN = "verifier keygen --out signer.key"
 SIGNED = "pytest --endpoint URL --sign-key signer.key"
 VERIFY = (
@@ -95,31 +94,33 @@ def test_the_main_command_grades_every_family_and_passes(tmp_path: Path) -> None
     done = shell(MAIN.replace("8111", port), tmp_path)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     card = json.loads((tmp_path / "verifier-out" / "scorecard.json").read_text())
-    assert card["profile"]["name"] == "kimi-k2"
+    assert (card["profile"]["name"], card["profile"]["builtin"]) == ("kimi-k2-thinking", True)
+    # Every family but parity (which needs a reference) graded and passed, reasoning included.
     verdicts = {name: family["verdict"] for name, family in card["families"].items()}
-    assert verdicts == {
-        **dict.fromkeys(
-            ("structured_output", "tool_calling", "chat_template", "tokenizer", "vision", "wire"),
-            "pass",
-        ),
-        "reasoning": "unsupported",
-    }
-    # No case is unsupported for lack of a profile: those left ask for policies Kimi K2
-    # Instruct's contract does not state (it has no partial mode, no dynamic tools, no
-    # generation defaults, no documented sampling limits nor pins, no image size limit; it
-    # does not reason, so no reasoning case applies).
+    assert verdicts == dict.fromkeys(set(DEFAULT_FAMILIES) - {"parity"}, "pass")
+    # No case is unsupported for lack of a profile or of its files: those left ask for what
+    # Kimi K2 Thinking's contract rules out (thinking off: it always reasons; a tool-call turn
+    # without its reasoning, which its lab's API refuses) or does not state (partial mode,
+    # dynamic tools, generation defaults, sampling limits and pins, effort levels, an image
+    # size limit).
     journal = (tmp_path / "verifier-out" / "journal.jsonl").read_text().splitlines()
     outcomes = [json.loads(line)["outcome"] for line in journal if '"outcome"' in line]
-    unsupported = [o["message"] for o in outcomes if o["status"] == "unsupported"]
-    assert sorted(unsupported) == [
-        "unsupported: the model's contract documents no partial mode",
-        *["unsupported: the model's contract documents no tools declared in messages"] * 2,
-        "unsupported: the model's contract states no generation defaults",
-        "unsupported: the profile declares no sampling limits",
-        *["unsupported: the profile declares no thinking dialect"] * len(REASONING_CASES),
-        "unsupported: the profile documents no image size limit",
-        "unsupported: the profile pins no sampling value",
-    ]
+    unsupported = Counter(o["message"] for o in outcomes if o["status"] == "unsupported")
+    refused = "rejected with HTTP 400: thinking is enabled but reasoning_content is missing in "
+    assert unsupported == {
+        "unsupported: the model's contract documents no partial mode": 1,
+        "unsupported: the model's contract documents no tools declared in messages": 2,
+        "unsupported: the model's contract states no generation defaults": 1,
+        "unsupported: the profile declares no sampling limits": 1,
+        "unsupported: the profile pins no sampling value": 1,
+        "unsupported: the profile documents no image size limit": 1,
+        "unsupported: the profile declares no reasoning effort levels": 1,
+        "unsupported: the model always reasons: its contract has no way to turn thinking off": 2,
+        f"unsupported: tools {refused}assistant tool call message at index 1": 21,
+        f"unsupported: tools {refused}assistant tool call message at index 2": 1,
+        f"unsupported: the conversation was {refused}assistant tool call message at index 1": 3,
+    }
+    assert len(outcomes) == 667
     # The gate passes the clean vendor too, with the profile and without one.
     with_profile = shell(MAIN.replace("8111", port) + " --gate --out gated", tmp_path)
     assert with_profile.returncode == 0, with_profile.stdout[-3000:]

@@ -22,7 +22,7 @@ from . import projector, text_model
 HERE = Path(__file__).resolve().parent
 REFERENCE = BUILTIN_DIR / "kimi-k2"
 # Kimi K2 Thinking's chat template, embedded in the thinking variant of the model.
-THINKING_TEMPLATE = HERE.parent / "data" / "kimi-k2-thinking" / "chat_template.jinja"
+THINKING_TEMPLATE = BUILTIN_DIR / "kimi-k2-thinking" / "chat_template.jinja"
 # llama-server's reasoning options for the thinking processes: its reasoning parser on (as
 # documented for reasoning models), left off (the raw output as content), and a budget of 0
 # (the reasoning ended at once).

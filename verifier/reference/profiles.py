@@ -64,6 +64,10 @@ _KIMI_TOKENIZER = {"tokenizer": {"pat_str": KIMI_PAT_STR, "reserved_special_toke
 BUILTIN: dict[str, dict[str, Any]] = {
     name: _KIMI_TOKENIZER for name in ("kimi-k2", "kimi-k2-thinking", "kimi-k2.5", "kimi-k3")
 }
+# Built-ins that ship their own chat template and read their tokenizer from another built-in's
+# folder: the Kimi K2 family's tokenizer is one file (tiktoken.model, sha256 b6c497a7...), the
+# same in every K2 release and in K3, shipped once, in kimi-k2/.
+SHARES_TOKENIZER = {"kimi-k2-thinking": "kimi-k2"}
 # A contract's facts are named by dotted path ("reasoning.history", "sampling.top_p.fixed").
 # A fact is a value that is not an object, at any depth; an object is walked into, except these,
 # each one fact as a whole: a request fragment, whose keys are the lab's request fields (not the
@@ -493,7 +497,7 @@ def load_profile(spec: str) -> Profile:
         name = contract or repo
     else:
         name, root, base = parse_spec(spec)
-        roots = (root,) if base is None or base == root else (root, base)
+        roots = _with_shared((root,) if base is None or base == root else (root, base))
         repository = _hub_source(root)
         if repository is not None:
             snapshot = hub.fetch(repository["repo"], repository["revision"])
@@ -543,9 +547,20 @@ def load_profile(spec: str) -> Profile:
     return profile
 
 
+def _with_shared(roots: Sequence[Path]) -> tuple[Path, ...]:
+    """`roots`, each built-in one followed by the built-in whose tokenizer it shares."""
+    out: list[Path] = []
+    for root in roots:
+        out.append(root)
+        shared = SHARES_TOKENIZER.get(root.name) if root.parent == BUILTIN_DIR else None
+        if shared is not None:
+            out.append(BUILTIN_DIR / shared)
+    return tuple(out)
+
+
 def _hub_source(root: Path) -> Mapping[str, str] | None:
     """The hub repository of a built-in profile that ships no model files, else None."""
-    if root.parent != BUILTIN_DIR or _tokenizer_file((root,), None) is not None:
+    if root.parent != BUILTIN_DIR or _tokenizer_file(_with_shared((root,)), None) is not None:
         return None
     source: Mapping[str, str] | None = builtin_contract(root.name).get("hub")
     return source
