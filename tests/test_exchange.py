@@ -160,43 +160,6 @@ def corpus_case(family: str, case_id: str) -> Case:
     return next(c for c in load_corpus([family]).cases if c.id == case_id)
 
 
-def test_generation_defaults_left_out_name_the_value_that_is_not_applied(
-    small_profile: Any,
-) -> None:
-    """The small profile's defaults: temperature 0.6, top_p 0.95, top_k 20. A refused request
-    names nothing (temperature here); top_k left out alone changes the sample."""
-    samples = {"stated-1": "Otter.", "stated-2": "Otter.", "omitted": "Lynx."}
-    samples |= {"without-top_k": "Lynx.", "without-top_p": "Otter."}
-    outcome, asked = replay(
-        corpus_case("wire", "generation-defaults"),
-        lambda r: said(samples[r.name]) if r.name in samples else REFUSED,
-        RunContext(model="m", seed=7, profile=small_profile),
-    )
-    assert [f.code for f in outcome.findings] == ["defaults_not_applied"]
-    assert "leaving out top_k alone changes it too: top_k=20 is not applied" in outcome.message
-    assert outcome.metrics["requests"] == 6
-    bodies = {r.name: r.body for r in asked if isinstance(r, Chat)}
-    assert {k: bodies["stated-1"][k] for k in ("temperature", "top_p", "top_k", "seed")} == {
-        "temperature": 0.6,
-        "top_p": 0.95,
-        "top_k": 20,
-        "seed": 7,
-    }
-    assert not {"temperature", "top_p", "top_k"} & set(bodies["omitted"])
-
-
-def test_generation_defaults_need_a_seed_that_reproduces_a_sample(small_profile: Any) -> None:
-    samples = iter(["Otter.", "Lynx.", "Otter."])
-    outcome, asked = replay(
-        corpus_case("wire", "generation-defaults"),
-        lambda _: said(next(samples)),
-        RunContext(model="m", seed=7, profile=small_profile),
-    )
-    assert outcome.status is Status.UNSUPPORTED
-    assert "cannot show which values the server applied" in outcome.message
-    assert len(asked) == 3
-
-
 @pytest.mark.parametrize(
     ("more", "codes"),
     [

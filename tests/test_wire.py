@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 
 from verifier import resources
 from verifier.checks.bad_requests import invalid_request_findings
-from verifier.checks.defaults import defaults_findings
 from verifier.checks.shapes import number_bounds
 from verifier.checks.wire import (
     logprob_findings,
@@ -449,37 +448,3 @@ def test_served_model(answered: str, header: str | None, found: list[str]) -> No
         result.headers["openai-model"] = header
     aliases = ["moonshotai/Kimi-K2.5", "kimi-k2.5"]
     assert codes(served_model_findings(result, "vendor-kimi", aliases)) == found
-
-
-DEFAULTS = {"temperature": 0.6, "top_p": 0.95, "top_k": 20}
-
-
-def sampled(content: str) -> ChatResult:
-    return answer(content)
-
-
-def test_defaults_applied_when_the_omitted_request_samples_as_the_stated_one() -> None:
-    assert defaults_findings(DEFAULTS, sampled("Otter."), sampled("Otter."), {}) == []
-
-
-def test_defaults_not_applied_names_the_values_whose_omission_changes_the_sample() -> None:
-    without = {
-        "temperature": sampled("Otter."),
-        "top_k": sampled("Narwhal."),
-        "top_p": sampled("Otter."),
-    }
-    found = defaults_findings(DEFAULTS, sampled("Otter."), sampled("Narwhal."), without)
-    assert codes(found) == ["defaults_not_applied"]
-    assert "leaving out top_k alone changes it too: top_k=20 is not applied" in found[0].message
-    assert (found[0].expected, found[0].actual, found[0].attempt) == (
-        "Otter.",
-        "Narwhal.",
-        "omitted",
-    )
-
-
-def test_defaults_not_applied_without_a_single_value_to_blame_says_so() -> None:
-    without = {name: sampled("Otter.") for name in DEFAULTS}
-    found = defaults_findings(DEFAULTS, sampled("Otter."), sampled("Lynx."), without)
-    assert codes(found) == ["defaults_not_applied"]
-    assert "no one value left out alone changes it; together they do" in found[0].message

@@ -26,7 +26,8 @@ each case's metrics); this family's own cases fail on them. Codes:
   ``served_model_mismatch`` (the answer names a model other than the one asked for and the
   ids the contract lists for it), ``defaults_not_applied`` (a request that leaves out the
   sampling values of the model's generation config samples otherwise than one that states
-  them, with the same seed).
+  them, with the same seed, on every one of four seeds whose stated sample reproduces:
+  :mod:`.defaults` gives the rule and its error rates).
 """
 
 from __future__ import annotations
@@ -53,8 +54,20 @@ from .common import (
     rejected,
     unsupported,
 )
-from .defaults import defaults_findings, sample_of
-from .evidence import evidence_findings, unreadable_findings
+from .defaults import (
+    AGAIN,
+    BLAME_SEEDS,
+    OMITTED,
+    SEEDS,
+    STATED,
+    Trial,
+    decide,
+    defaults_findings,
+    order,
+    said_nothing,
+    undecided_reason,
+)
+from .evidence import evidence_findings
 from .registry import QUICK, family
 from .shapes import shape_findings
 
@@ -623,31 +636,44 @@ def _run_generation_defaults(case: Case, ctx: RunContext) -> Graded:
         raise _Unsupported("the profile says the server documents no seed support")
     omitted = {k: v for k, v in _request(case, ctx).items() if k not in {*defaults, "temperature"}}
     stated = {**omitted, **defaults}
-    answers = {}
-    for name, request in (("stated-1", stated), ("stated-2", stated), ("omitted", omitted)):
-        answers[name] = yield Chat(request, name)
-        if not answers[name].ok:
-            raise _Rejected(answers[name])
-    broken = [f for name, r in answers.items() for f in unreadable_findings(r, name)]
-    if broken:
-        return broken, {"requests": 3}
-    first, second, left_out = answers.values()
-    if sample_of(first) != sample_of(second):
-        raise _Unsupported(
-            "the same seed and sampling values gave two different samples, so a sample "
-            "cannot show which values the server applied"
-        )
-    without: dict[str, ChatResult] = {}
-    asked = 3
-    if sample_of(left_out) != sample_of(first):
+    bodies = {STATED: stated, AGAIN: stated, OMITTED: omitted}
+    trials: list[Trial] = []
+    asked = 0
+    ruling = None
+    while ruling is None:
+        seed = ctx.seed + len(trials)
+        answers: dict[str, ChatResult] = {}
+        for name in order(seed):
+            label = f"seed-{seed}-{name}"
+            answers[name] = yield Chat({**bodies[name], "seed": seed}, label)
+            asked += 1
+            if not answers[name].ok:
+                raise _Rejected(answers[name])
+            broken = evidence_findings(answers[name], label)
+            if broken:
+                return broken, {"requests": asked}
+            if said_nothing(answers[name]):
+                raise _Unsupported(
+                    f"the answer to {label} has no text, reasoning or call: it shows no sample"
+                )
+        trials.append(Trial(seed, answers[STATED], answers[AGAIN], answers[OMITTED]))
+        ruling = decide([t.kind for t in trials])
+    metrics: dict[str, Any] = {"seeds": [t.kind for t in trials], "ruling": ruling}
+    if ruling == "undecided":
+        raise _Unsupported(undecided_reason(trials))
+    without: dict[str, list[ChatResult]] = {}
+    if ruling == "not_applied":
         for name in sorted(defaults):
             request = {k: v for k, v in stated.items() if k != name}
-            result = yield Chat(request, f"without-{name}")
-            asked += 1
-            # A refused or unreadable answer says nothing of which value is not applied.
-            if result.ok and not unreadable_findings(result, f"without-{name}"):
-                without[name] = result
-    return defaults_findings(defaults, first, left_out, without), {"requests": asked}
+            for trial in trials[:BLAME_SEEDS]:
+                label = f"seed-{trial.seed}-without-{name}"
+                result = yield Chat({**request, "seed": trial.seed}, label)
+                asked += 1
+                # A refused or unreadable answer says nothing of which value is not applied.
+                if result.ok and not evidence_findings(result, label):
+                    without.setdefault(name, []).append(result)
+    findings = defaults_findings(defaults, trials, without)
+    return findings, {"requests": asked, **metrics}
 
 
 # The checks that are not "send the request, grade the answer" (see _run_answered).
@@ -682,7 +708,8 @@ def cost(case: Case) -> float:
     """Two requests to compare (parity, seed), one refused (invalid), else one."""
     check = case.data["check"]
     if check == "generation_defaults":
-        return 3.0
+        # Three requests a seed; a pass stops after SEEDS - 1 seeds.
+        return 3.0 * SEEDS
     if check == "generated":
         # A plain request, a refused one, a plain one; an edge request is answered; a
         # pathological one may be.

@@ -1,10 +1,11 @@
-"""The simulated model's one sampled choice: a pick "at random", drawn with the request's seed.
+"""The simulated model's sampled answer: picks "at random", drawn with the request's seed.
 
 The toy model's answers are deterministic, as a real model's are where its distribution is
 peaked ("Say hello."). Asked to pick something at random, its distribution is wide: it draws
-one word with the request's seed and the sampling values in effect, so that a value the
-server applies differently (a generation default left out, say) changes the pick, as it
-would change a real model's sample. At temperature 0 it picks greedily.
+:data:`PICKS` words with the request's seed and the sampling values in effect, so that a value
+the server applies differently (a generation default left out, say) changes the answer, as it
+would change a real model's sample of a sentence (two settings give the same three words about
+once in 64,000 seeds). At temperature 0 it picks greedily.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ WORDS = (
     "yak zebra alpaca beaver camel dingo eland finch gibbon hyena jackal kiwi llama"
 ).split()
 _AT_RANDOM = re.compile(r"\bat random\b", re.IGNORECASE)
+# Words drawn per answer.
+PICKS = 3
 
 
 def effective(request: Mapping[str, Any], defaults: Mapping[str, float]) -> dict[str, float]:
@@ -35,13 +38,16 @@ def effective(request: Mapping[str, Any], defaults: Mapping[str, float]) -> dict
 
 
 def pick(asked: str, request: Mapping[str, Any], defaults: Mapping[str, float]) -> str | None:
-    """The word the model picks when `asked` (the last user text) wants one at random, else None."""
+    """The words the model picks when `asked` (the last user text) wants them at random.
+
+    :data:`PICKS` of them, joined with commas; None when `asked` wants nothing at random.
+    """
     if not _AT_RANDOM.search(asked):
         return None
     values = effective(request, defaults)
     if not values["temperature"]:
-        return WORDS[0]
+        return ", ".join([WORDS[0]] * PICKS)
     top_k = int(values["top_k"])
     pool = WORDS[:top_k] if top_k > 0 else WORDS
     draw = random.Random("|".join(map(str, (request.get("seed"), *values.values()))))
-    return draw.choice(pool)
+    return ", ".join(draw.choices(pool, k=PICKS))
