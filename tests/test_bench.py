@@ -159,3 +159,18 @@ def test_performance() -> None:
     assert record["told"] == {"ttft_ms": 20.0, "tokens_per_second": 400.0}
     assert [level["concurrency"] for level in record["levels"]] == [1, 2]
     assert record["wire"]["streamed"] > 0
+
+
+@pytest.mark.parametrize(
+    ("server", "status", "kind"),
+    [
+        ("simulator", "pass", "same"),
+        ("simulator-ignoring", "fail", "differs"),
+    ],
+)
+def test_generation_defaults(smollm2_model: Any, server: str, status: str, kind: str) -> None:
+    """The simulated vendor only: the real servers' runs take minutes (bench/README.md)."""
+    record = bench("generation_defaults", "--server", server, "--runs", "2")
+    assert record["server"] == server and record["runs"] == 2
+    assert record["statuses"] == {status: 2} and record["wrong_rulings"] == 0
+    assert set(record["seed_kinds"]) == {kind}

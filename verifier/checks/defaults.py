@@ -160,9 +160,10 @@ def defaults_findings(
     stated_text = ", ".join(f"{k}={v}" for k, v in sorted(defaults.items()))
     if blamed:
         named = ", ".join(f"{name}={defaults[name]}" for name in blamed)
+        verb = "is" if len(blamed) == 1 else "are"
         why = (
             f"leaving out {' or '.join(blamed)} alone changes it too on {BLAME_SEEDS} of "
-            f"{BLAME_SEEDS} seeds: {named} is not applied"
+            f"{BLAME_SEEDS} seeds: {named} {verb} not applied"
         )
     else:
         why = f"no one value left out alone changes it on {BLAME_SEEDS} of {BLAME_SEEDS} seeds"
