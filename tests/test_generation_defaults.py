@@ -272,7 +272,8 @@ def test_one_coincidence_is_no_pass_and_no_failure(small_profile: Any) -> None:
     outcome, asked = check(server(applies=False, coincide=[7]), small_profile=small_profile)
     assert outcome.status is Status.UNSUPPORTED
     assert "kept the sample on 1 of 3 seeds and changed it on 2: too few" in outcome.message
-    assert len(asked) == 9
+    assert outcome.metrics["seeds"] == ["same", "differs", "differs"]
+    assert outcome.metrics["requests"] == len(asked) == 9
 
 
 def test_three_coincidences_pass_which_is_the_miss_the_rate_bounds(small_profile: Any) -> None:
@@ -285,7 +286,8 @@ def test_a_server_that_does_not_reproduce_its_samples_is_undecided(small_profile
     outcome, asked = check(lambda _: said(f"Sample {next(turn)}."), small_profile=small_profile)
     assert outcome.status is Status.UNSUPPORTED
     assert "cannot show which values the server applied" in outcome.message
-    assert len(asked) == 6
+    assert outcome.metrics["seeds"] == ["noisy", "noisy"]
+    assert outcome.metrics["requests"] == len(asked) == 6
 
 
 def test_one_answer_in_three_perturbed_by_its_position_is_no_failure(small_profile: Any) -> None:

@@ -346,7 +346,14 @@ def _request(case: Case, ctx: RunContext) -> dict[str, Any]:
 
 
 class _Unsupported(Exception):
-    """The check does not apply to this endpoint or profile (the message says why)."""
+    """The check does not apply to this endpoint or profile (the message says why).
+
+    `metrics` are what was asked before it was known (requests sent, seeds read).
+    """
+
+    def __init__(self, reason: str, metrics: Mapping[str, Any] | None = None) -> None:
+        super().__init__(reason)
+        self.metrics = dict(metrics or {})
 
 
 class _Rejected(Exception):
@@ -654,13 +661,14 @@ def _run_generation_defaults(case: Case, ctx: RunContext) -> Graded:
                 return broken, {"requests": asked}
             if said_nothing(answers[name]):
                 raise _Unsupported(
-                    f"the answer to {label} has no text, reasoning or call: it shows no sample"
+                    f"the answer to {label} has no text, reasoning or call: it shows no sample",
+                    {"requests": asked},
                 )
         trials.append(Trial(seed, answers[STATED], answers[AGAIN], answers[OMITTED]))
         ruling = decide([t.kind for t in trials])
     metrics: dict[str, Any] = {"seeds": [t.kind for t in trials], "ruling": ruling}
     if ruling == "undecided":
-        raise _Unsupported(undecided_reason(trials))
+        raise _Unsupported(undecided_reason(trials), {"requests": asked, **metrics})
     without: dict[str, list[ChatResult]] = {}
     if ruling == "not_applied":
         for name in sorted(defaults):
@@ -725,7 +733,8 @@ def run(case: Case, ctx: RunContext) -> Exchange:
         findings, metrics = yield from RUNS.get(check, _run_answered)(case, ctx)
     except (_Unsupported, NotApplicable) as exc:
         generated = {k: case.data[k] for k in ("field", "mutation") if check == "generated"}
-        return unsupported(str(exc), {"check": check, "requests": 0, **generated})
+        asked = exc.metrics if isinstance(exc, _Unsupported) else {}
+        return unsupported(str(exc), {"check": check, "requests": 0, **generated, **asked})
     except _Rejected as refused:
         return rejected(check, refused.result, {"check": check, "requests": 1})
     return Outcome.from_findings(findings, metrics={**metrics, "check": check})
