@@ -2,7 +2,9 @@
 
 llama-server serving the SmolLM2 GGUF with prompt caching off is the reference: one request at
 a time, it gives the same logprobs bit for bit on every request and in a second process (seen),
-so its noise floor is 0 and every difference a candidate shows is the candidate's.
+so its noise floor is 0, and a prompt counts against a candidate when it differs by more than
+the family's tolerance (verifier.checks.parity.TOLERANCE): the same weights under other
+numerics differ by less on nearly every prompt (bench/parity_engines.py).
 
 The real runs take the first sixteen prompts that are not long passages (chats, code, four
 languages, tool-call turns: about 80 to 250 prompt tokens each). A ruling needs eight prompts
