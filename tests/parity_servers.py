@@ -2,7 +2,9 @@
 
 llama-server serving the SmolLM2 GGUF with prompt caching off is the reference: one request at
 a time, it gives the same logprobs bit for bit on every request and in a second process (seen),
-so its noise floor is 0 and every difference a candidate shows is the candidate's.
+so its noise floor is 0, and a prompt counts against a candidate when it differs by more than
+the family's tolerance (verifier.checks.parity.TOLERANCE): the same weights under other
+numerics differ by less on nearly every prompt (bench/parity_engines.py).
 
 The real runs take the first sixteen prompts that are not long passages (chats, code, four
 languages, tool-call turns: about 80 to 250 prompt tokens each). A ruling needs eight prompts
@@ -14,6 +16,8 @@ about a serving stack than the shorter prompts do.
 
 from __future__ import annotations
 
+import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,17 +41,17 @@ BY_LOGPROBS = ("--parity-method", "logprobs")
 BY_SAMPLING = ("--parity-method", "sampling")
 
 
-def record(url: str, out: Path, *args: str) -> VerifierRun:
-    """The reference's run: the kept prompts answered with logprobs and recorded (parity.json);
-    or every prompt sampled, with `args` BY_SAMPLING."""
-    selection = ("-k", SELECTION) if BY_SAMPLING != args else ()
+def record(url: str, out: Path, *args: str, kept: Sequence[str] = KEPT) -> VerifierRun:
+    """The reference's run: the `kept` prompts answered with logprobs and recorded
+    (parity.json); or every prompt sampled, with `args` BY_SAMPLING."""
+    selection = ("-k", " or ".join(kept)) if BY_SAMPLING != args else ()
     options = args or BY_LOGPROBS
     return verify(url, out, "--families", "parity", *options, *selection, timeout=TIMEOUT)
 
 
 def compare_with(url: str, reference: VerifierRun, out: Path, *args: str) -> VerifierRun:
-    """A candidate's run against the reference's recording (--baseline), on the prompts the
-    recording answered."""
+    """A candidate's run against the reference's recording (--baseline), on the kept prompts
+    (those the recording has not answered are unsupported)."""
     baseline = str(reference.out / "scorecard.json")
     selection = ("-k", SELECTION) if BY_SAMPLING != args else ()
     return verify(
@@ -76,3 +80,21 @@ def recorded_tokens(run: VerifierRun) -> dict[str, list[str]]:
         for key, outcome in run.outcomes().items()
         if "recording" in outcome.get("metrics", {})
     }
+
+
+def converted(llama_binary: Path, model: Path, target: Path, kind: str) -> Path:
+    """`model` written as `kind` (Q8_0, Q2_K, F32, ...) by llama-quantize to `target` (seconds).
+
+    From the shipped Q4_1 file, F32 holds the dequantised values as they are: exactly the
+    float32 values the vLLM folder holds (tests/vllm/files.py dequantises the same file).
+    """
+    quantize = llama_binary.parent / "llama-quantize"
+    done = subprocess.run(
+        [str(quantize), "--allow-requantize", str(model), str(target), kind],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return target

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -174,3 +175,46 @@ def test_generation_defaults(smollm2_model: Any, server: str, status: str, kind:
     assert record["server"] == server and record["runs"] == 2
     assert record["statuses"] == {status: 2} and record["wrong_rulings"] == 0
     assert set(record["seed_kinds"]) == {kind}
+
+
+def test_parity_engines_report(tmp_path: Path) -> None:
+    """The real engines' figures from answers already collected (--report-only: no server):
+    a candidate off by float noise is a false alarm under the floor alone and "same" under
+    the tolerance; one off by more than the tolerance is "different" under both."""
+    from bench.parity_engines import prompts
+    from verifier.checks.distributions import trace_of
+    from verifier.checks.parity import TOLERANCE
+
+    def answer(shift: float) -> dict[str, Any]:
+        top = [("Hi", -0.1 - shift), ("Hello", -2.5 + shift)]
+        entries = [
+            {
+                "token": "Hi",
+                "logprob": top[0][1],
+                "bytes": list(b"Hi"),
+                "top_logprobs": [{"token": t, "logprob": lp} for t, lp in top],
+            }
+        ]
+        trace = trace_of(entries)
+        assert trace is not None
+        return trace.to_json()
+
+    ids = [p["id"] for p in prompts(16)]
+    for name, shift in (("q4_1", 0.0), ("q4_1-threads-2", TOLERANCE / 10), ("q8_0", 0.1)):
+        answers = [
+            {"id": i, "first": answer(shift), "again": answer(shift), "prompt_tokens": 9}
+            for i in ids
+        ]
+        (tmp_path / f"{name}.json").write_text(json.dumps({"answers": answers}))
+    record = bench("parity_engines", "--report-only", "--out", str(tmp_path), "--prompts", "16")
+    rows = {row["candidate"]: row for row in record["rows"]}
+    assert set(rows) == {"q4_1-threads-2", "q8_0"}
+    noise, requantised = rows["q4_1-threads-2"], rows["q8_0"]
+    floor, tolerance = "floor only", f"tolerance {TOLERANCE:g}"
+    assert noise[floor]["distribution"]["exceeded"] == 16
+    assert noise[floor]["distribution"]["different"] == 1
+    assert noise[tolerance]["distribution"]["exceeded"] == 0
+    assert noise[tolerance]["distribution"]["same"] == 1
+    for rule in (floor, tolerance):
+        assert requantised[rule]["distribution"]["different"] == 1
+        assert requantised[rule]["kv_cache"]["same"] == 1

@@ -55,6 +55,25 @@ def test_two_sides_that_sampled_alike_are_never_called_different(sides: list[lis
     assert first_tokens.permutation_p(data, rounds=49) == 1
 
 
+@given(st.lists(st.tuples(TOKENS, TOKENS), min_size=1, max_size=4), st.randoms())
+@settings(max_examples=25, deadline=None)
+def test_the_shuffles_do_not_depend_on_which_side_drew_which_sample(
+    data: list[first_tokens.Stratum], rng: random.Random
+) -> None:
+    """The seed comes from each prompt's pooled samples alone: any other split of the same
+    samples between the sides (same sizes) is shuffled alike, so the seed says nothing of the
+    split the test judges, and the p-value is valid (see the module)."""
+    resplit = []
+    for candidate, reference in data:
+        pooled = [*candidate, *reference]
+        rng.shuffle(pooled)
+        resplit.append((pooled[: len(candidate)], pooled[len(candidate) :]))
+    assert first_tokens.seed_of(resplit) == first_tokens.seed_of(data)
+    # One such split by hand (main digested the sides as given, and seeded them apart).
+    by_hand = [(["a", "b"], ["c"])], [(["c", "b"], ["a"])]
+    assert first_tokens.seed_of(by_hand[0]) == first_tokens.seed_of(by_hand[1])
+
+
 def test_the_moved_mass_goes_from_the_likeliest_token_to_the_next() -> None:
     assert first_tokens.moved([6, 3, 1], 0.2) == pytest.approx([0.4, 0.5, 0.1, 0.0])
     # One token sampled: the mass goes to one neither side sampled.

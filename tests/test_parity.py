@@ -22,6 +22,7 @@ from verifier.checks.distributions import (
     tv_bounds,
 )
 from verifier.checks.parity import (
+    TOLERANCE,
     choice_findings,
     compared,
     grade,
@@ -174,6 +175,25 @@ def test_a_candidate_beyond_the_floor_exceeds_it_and_a_warm_repeat_is_compared_t
     row = compared((A, A), shifted, A)
     assert row["exceeds"] is True and row["warm_exceeds"] is True
     assert compared((A, A), A, A)["exceeds"] is False
+
+
+def test_a_numerical_difference_below_the_tolerance_does_not_count_against_the_candidate() -> None:
+    """A deterministic reference (floor 0): the same weights computed otherwise differ by
+    float noise, which is below the tolerance, not beyond the floor."""
+    nudged = trace(("Hi", [("Hi", -0.1002), ("Hello", -2.5003)]), ("!", [("!", -0.2), (".", -1.8)]))
+    row = compared((A, A), nudged, A)
+    assert 0 < row["divergence"] < TOLERANCE and 0 < row["warm_divergence"] < TOLERANCE
+    assert (row["floor"], row["threshold"]) == (0.0, TOLERANCE)
+    assert (row["exceeds"], row["warm_exceeds"]) == (False, False)
+    # The tolerance is the least threshold: given as 0, every difference counts (main's rule).
+    assert compared((A, A), nudged, A, tolerance=0.0)["exceeds"] is True
+
+
+def test_a_reference_noisier_than_the_tolerance_keeps_its_own_floor() -> None:
+    noisy = trace(("Hi", [("Hi", -0.2), ("Hello", -2.0)]), ("!", [("!", -0.2), (".", -1.8)]))
+    row = compared((A, noisy), A, A)
+    assert row["threshold"] == row["floor"] > TOLERANCE
+    assert compared((A, noisy), noisy, A)["exceeds"] is False
 
 
 def record(case: str, exceeds: bool, warm: bool = False) -> CaseRecord:

@@ -15,7 +15,6 @@ prompts:
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from tests.parity_servers import (
     KEPT,
     NO_CACHE,
     compare_with,
+    converted,
     record,
     recorded_tokens,
     ruling,
@@ -117,16 +117,7 @@ def requantised(
 ) -> Path:
     """The model requantised to `quant` by llama-quantize (seconds)."""
     target = tmp_path_factory.mktemp("quants") / f"smollm2-{quant}.gguf"
-    quantize = llama_binary.parent / "llama-quantize"
-    done = subprocess.run(
-        [str(quantize), "--allow-requantize", str(model), str(target), quant],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return target
+    return converted(llama_binary, model, target, quant)
 
 
 def test_the_reference_records_every_kept_prompt(reference: VerifierRun) -> None:

@@ -46,16 +46,22 @@ def rate(successes: int, trials: int) -> dict[str, Any]:
 class SequentialTest:
     """Wald's sequential probability ratio test on a sign: P(exceed) is p0, or p1.
 
-    Each observation says whether a candidate's statistic exceeded the reference's own (True)
-    or not. Under "same distribution" two exchangeable draws make that at most p0 = 1/2 (ties,
-    which a deterministic server gives, count as not exceeding); a different distribution
-    pushes it towards 1. The log-likelihood ratio moves up by ln(p1/p0) on an exceedance and
-    down by ln((1-p1)/(1-p0)) otherwise. The test says "different" at the first observation
-    where it reaches A = ln((1 - beta) / alpha), and "same" where it is at or below
+    Each observation says whether a candidate's statistic exceeded a threshold (True) or not.
+    The log-likelihood ratio moves up by ln(p1/p0) on an exceedance and down by
+    ln((1-p1)/(1-p0)) otherwise. The test says "different" at the first observation where it
+    reaches A = ln((1 - beta) / alpha), and "same" where it is at or below
     B = ln(beta / (1 - alpha)) after at least `minimum` observations (a handful of ties is
-    too little to call two deployments the same). Under "same distribution" the ratio is a
-    supermartingale, so by Ville's inequality it ever reaches A with probability at most
-    alpha / (1 - beta), whatever the stopping: that is the false-alarm rate.
+    too little to call two deployments the same). Where each observation is True with
+    probability at most p0, given those before it, the ratio is a supermartingale, so by
+    Ville's inequality it ever reaches A with probability at most alpha / (1 - beta), whatever
+    the stopping: that is the false-alarm rate.
+
+    That premise is the caller's to make true. Parity's threshold is the reference's own
+    repeat (its noise floor): a candidate that computes the same distributions exceeds it at
+    most half the time only where the candidate's answer and the reference's repeat are
+    exchangeable draws of one noisy computation. A deterministic reference repeats itself
+    exactly (floor 0), and any numerical difference would then exceed it every time; parity's
+    threshold has a least value for that reason (:data:`verifier.checks.parity.TOLERANCE`).
     """
 
     p0: float = 0.5

@@ -7,15 +7,22 @@ samples are independent), and the first tokens' two empirical distributions are 
 
 - **statistic**: the sum over prompts of the total variation (TV) distance between the two
   empirical distributions of the prompt's first token;
-- **test**: a permutation test stratified by prompt (the candidate/reference labels shuffled
-  within each prompt, :data:`ROUNDS` times, from a seed the samples themselves give). Under
-  "same distribution" the labels are exchangeable, so its p-value ``(1 + #{shuffled >=
-  observed}) / (1 + ROUNDS)`` is exact: it says "different" of a same-distribution candidate
-  with probability at most :data:`ALPHA`, at any sample size;
+- **test**: a permutation test stratified by prompt: the candidate/reference labels shuffled
+  within each prompt, :data:`ROUNDS` times, by a generator seeded from the pooled samples
+  (each prompt's samples sorted, the sides forgotten: :func:`seed_of`). Under "same
+  distribution" the two sides' samples of a prompt are independent draws of one distribution,
+  so, given the pooled samples, every split of them into the two sides is equally likely, and
+  the seed, a function of the pool alone, says nothing of which split was observed. The
+  p-value ``(1 + #{shuffled >= observed}) / (1 + ROUNDS)`` is then valid at any sample size:
+  it is at most :data:`ALPHA` with probability at most :data:`ALPHA` (the shuffles taken as
+  the uniform draws a seeded generator stands for). It is conservative, not exact: ties count
+  against "different", and the p-value takes only the values ``k / (1 + ROUNDS)``;
 - **power**: how often the test would find a shift of TV ``s`` in every prompt's first token
-  (mass ``s`` moved to a token neither side sampled), estimated by drawing both sides from the
-  pooled samples, :data:`SIMULATIONS` times per shift (the null's critical value from as
-  many draws). The smallest shift found with probability :data:`POWER` is the test's
+  (mass ``s`` moved from the likeliest pooled token to the second likeliest, as a converted
+  model's neighbouring ranks trade places; to a token neither side sampled only where one
+  token was sampled alone: :func:`moved`), estimated by drawing both sides from the pooled
+  samples, :data:`SIMULATIONS` times per shift (the null's critical value from as many
+  draws). The smallest shift found with probability :data:`POWER` is the test's
   *resolution*.
 
 "different" when the p-value is at most :data:`ALPHA`; "same" only when it is not and the
@@ -73,8 +80,14 @@ def statistic(strata: Sequence[Stratum]) -> float:
 
 
 def seed_of(strata: Sequence[Stratum]) -> int:
-    """The shuffles' seed: a digest of the samples, so that the same samples give the same test."""
-    digest = hashlib.sha256(json.dumps([list(map(list, s)) for s in strata]).encode()).digest()
+    """The shuffles' seed: a digest of each prompt's pooled samples, sorted.
+
+    The same samples give the same test; and the seed is the same however a prompt's samples
+    are split between the two sides, so that it carries nothing of the split the test judges
+    (see the module).
+    """
+    pooled = [sorted([*candidate, *reference]) for candidate, reference in strata]
+    digest = hashlib.sha256(json.dumps(pooled).encode()).digest()
     return int.from_bytes(digest[:8], "big")
 
 
