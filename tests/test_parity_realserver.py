@@ -122,8 +122,9 @@ def requantised(
 
 def test_the_reference_records_every_kept_prompt(reference: VerifierRun) -> None:
     family = reference.family("parity")
-    assert family["verdict"] == "pass" and family["rulings"] == []
-    assert family["counts"]["pass"] == len(KEPT)
+    # Nothing compared: recorded, neither graded nor passed.
+    assert family["verdict"] == "recorded" and family["rulings"] == []
+    assert family["cases"] == family["counts"]["unsupported"] == len(KEPT)
     assert (reference.out / "parity.json").is_file()
 
 
