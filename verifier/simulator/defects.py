@@ -186,6 +186,26 @@ TOOL_CALL_TYPE_WRONG = _define(
     'gives every tool call the type "tool" instead of "function"',
 )
 
+# Billed but not delivered: the model generated it, a parser or filter lost it, usage bills it.
+TOOL_CALLS_DROPPED = _define(
+    "tool-calls-dropped",
+    "tool_calling",
+    "its tool parser drops the last of several calls the model made in one answer, and "
+    "usage bills all of them",
+)
+REASONING_DROPPED = _define(
+    "reasoning-dropped",
+    "reasoning",
+    "its reasoning parser drops the reasoning the model wrote (the answer alone comes back), "
+    "and usage bills it",
+)
+CONTENT_CUT = _define(
+    "content-cut",
+    "wire",
+    "a filter cuts the second half off every text answer (finish_reason stays stop), and "
+    "usage bills the whole answer",
+)
+
 # wire
 STREAM_NO_USAGE = _define(
     "stream-no-usage", "wire", "sends no usage chunk although include_usage is set"

@@ -21,6 +21,7 @@ from ..reference.dialect import Dialect
 from .conform import MISSING, conform
 from .defects import (
     COMPLETION_TOKENS_INFLATED,
+    CONTENT_CUT,
     FOLLOWUP_CALLS_UNKNOWN_TOOL,
     GENERATION_DEFAULTS_IGNORED,
     IGNORE_KEYWORD,
@@ -28,6 +29,7 @@ from .defects import (
     JSON_IN_MARKDOWN_FENCE,
     MAX_TOKENS_NOT_HONOURED,
     PARALLEL_TOOL_CALLS_IGNORED,
+    REASONING_DROPPED,
     RESPONSE_FORMAT_IGNORED_WHEN_THINKING,
     SEED_IGNORED,
     STOP_NOT_HONOURED,
@@ -35,6 +37,7 @@ from .defects import (
     TOOL_ARGS_NOT_JSON,
     TOOL_ARGS_VIOLATE_SCHEMA,
     TOOL_CALL_ID_FORMAT,
+    TOOL_CALLS_DROPPED,
     TOOL_CHOICE_NAMED_IGNORED,
     TOOL_CHOICE_NONE_IGNORED,
     TOOL_CHOICE_REQUIRED_IGNORED,
@@ -408,7 +411,9 @@ def respond(
     if calls:
         tokens = tokenize(kimi_markup(calls)) if defects.has(TOOL_MARKERS_IN_CONTENT) else []
         finish = "stop" if defects.has(TOOL_FINISH_REASON_STOP) else "tool_calls"
-        return _reasoned(Reply(tokens, finish, calls, streamed), request, defects, path)
+        return _lost(
+            _reasoned(Reply(tokens, finish, calls, streamed), request, defects, path), defects
+        )
     text = _structured_text(request, defects)
     if defects.has(RESPONSE_FORMAT_IGNORED_WHEN_THINKING) and thinks(
         request, path.dialect, defects
@@ -432,6 +437,26 @@ def respond(
     reply = _reasoned(Reply(tokenize(text), finish, counted=counted), request, defects, path)
     if defects.has(COMPLETION_TOKENS_INFLATED) and reply.counted is not None:
         reply.counted *= 2
+    return _lost(reply, defects)
+
+
+def _lost(reply: Reply, defects: Defects) -> Reply:
+    """The reply after a parser or filter lost part of it: billed as the model generated it."""
+    if not (
+        (defects.has(TOOL_CALLS_DROPPED) and len(reply.tool_calls) > 1)
+        or (defects.has(REASONING_DROPPED) and reply.reasoning)
+        or (defects.has(CONTENT_CUT) and len(reply.tokens) > 1 and not reply.tool_calls)
+    ):
+        return reply
+    reply.counted = reply.completion_tokens
+    if defects.has(TOOL_CALLS_DROPPED) and len(reply.tool_calls) > 1:
+        reply.tool_calls = reply.tool_calls[:-1]
+        if reply.stream_tool_calls is not None:
+            reply.stream_tool_calls = reply.stream_tool_calls[:-1]
+    if defects.has(REASONING_DROPPED) and reply.reasoning:
+        reply.reasoning = None
+    if defects.has(CONTENT_CUT) and len(reply.tokens) > 1 and not reply.tool_calls:
+        reply.tokens = reply.tokens[: len(reply.tokens) // 2]
     return reply
 
 
