@@ -21,6 +21,10 @@ WIRE_DEFECTS = {
     "invalid-tool-definition": "invalid_request_5xx",
     # n=2 streamed: one usage chunk per choice (each counting one choice), not one at the end.
     "n-2-stream": "usage_repeated",
+    # n=2 and n=3 not streamed: usage bills one choice's tokens while n choices are delivered
+    # (output accounting renders and counts every choice).
+    "n-2": "completion_tokens_mismatch",
+    "n-3": "completion_tokens_mismatch",
 }
 
 

@@ -118,7 +118,7 @@ def test_a_dropped_call_billed_all_the_same_is_undelivered_with_counts_and_text(
     assert findings[0].actual == made.tokens
     assert findings[0].expected["tokens"] == found.tokens
     assert "functions.get_weather:0" in findings[0].expected["rendered"]
-    assert f"{made.tokens - found.tokens} billed, never delivered" in findings[0].message
+    assert f"{made.tokens - found.tokens} more billed than delivered" in findings[0].message
 
 
 def test_fewer_billed_than_delivered_is_a_mismatch(kimi: Profile) -> None:
@@ -238,7 +238,7 @@ def test_no_usage_or_no_choice_is_no_verdict(kimi: Profile) -> None:
 
 
 def test_the_findings_fail_a_passed_case_and_leave_an_ungraded_one_alone() -> None:
-    found = [Finding("undelivered_tokens", "billed, never delivered")]
+    found = [Finding("undelivered_tokens", "more billed than delivered")]
     metric = {"answers": 1}
     failed = with_accounting(Outcome(Status.PASS), metric, found)
     assert (failed.status, failed.code) == (Status.FAIL, "undelivered_tokens")
@@ -251,3 +251,20 @@ def test_the_findings_fail_a_passed_case_and_leave_an_ungraded_one_alone() -> No
     )
     skipped = with_accounting(Outcome(Status.UNSUPPORTED, code="x"), metric, found)
     assert skipped.status is Status.UNSUPPORTED and skipped.metrics["accounting"] == metric
+
+
+def test_a_grammar_may_bill_the_pieces_of_what_it_delivers(kimi: Profile) -> None:
+    # A JSON format or a forced call decodes under a grammar, which may refuse a merged token
+    # ('{}') and take its pieces ('{', '}'): at most one token per byte of ordinary text.
+    request = {**ASKED, "response_format": {"type": "json_object"}}
+    found = delivered(kimi, request, _answer("{}"))
+    assert found is not None and found.reasons == ("grammar",)
+    assert (found.tokens, found.high) == (2, 3)
+    assert account(kimi, request, _answer("{}", billed=3))[1] == []
+    assert [f.code for f in account(kimi, request, _answer("{}", billed=4))[1]] == [
+        "undelivered_tokens"
+    ]
+    # Without a grammar the same answer is held to its canonical tokens.
+    assert [f.code for f in account(kimi, ASKED, _answer("{}", billed=3))[1]] == [
+        "undelivered_tokens"
+    ]

@@ -16,6 +16,10 @@ Where it does not, the comparison allows a stated bound (:data:`BOUNDS`):
   its tokens more billed (the longest of them), and no end token;
 - ``reasoning``: reasoning the template does not write back (its history rule drops it) is
   counted in the contract's dialect, between its tags;
+- ``grammar``: a request that makes the engine decode under a grammar (a ``json_schema`` or
+  ``json_object`` format, ``tool_choice`` required or named) may be answered in tokens the
+  tokenizer would merge (the grammar refuses the merged token and takes its pieces): up to
+  one token per byte of the ordinary text more;
 - ``untemplated``: the template cannot render the message after the conversation (it raises,
   or the rendering does not extend the generation prompt): the content and reasoning are
   counted as text, with one token either way, and an answer with tool calls is not
@@ -109,6 +113,25 @@ def _first_call(profile: Profile, request: Mapping[str, Any]) -> int | None:
     )
 
 
+def constrained(request: Mapping[str, Any]) -> bool:
+    """The request makes the engine decode under a grammar: a JSON format, a forced call."""
+    response_format = request.get("response_format")
+    kind = response_format.get("type") if isinstance(response_format, Mapping) else None
+    choice = request.get("tool_choice")
+    return (
+        kind in ("json_schema", "json_object")
+        or choice == "required"
+        or isinstance(choice, Mapping)
+    )
+
+
+def _most_tokens(profile: Profile, text: str, ids: Sequence[int]) -> int:
+    """The most tokens `text` can be made of: its special tokens, and a token per other byte."""
+    names = {v: k for k, v in profile.tokenizer.special_tokens.items()}
+    special = [names[i] for i in ids if i in names]
+    return len(special) + len(text.encode()) - sum(len(t.encode()) for t in special)
+
+
 def _end_tokens(profile: Profile, text: str) -> int:
     """How many tokens at the end of `text` are the turn's closing special token (0 or 1)."""
     return int(any(text.endswith(token) for token in profile.tokenizer.special_tokens))
@@ -132,8 +155,14 @@ def _choice_count(
         low, high = BOUNDS["untemplated"]
         return count, count - low, count + high, ("untemplated",), text
     text = generated.text
-    count = len(encode_prompt(tokenizer, text, generated.spans))
+    ids = encode_prompt(tokenizer, text, generated.spans)
+    count = len(ids)
     low = high = 0
+    if constrained(request):
+        # A grammar may refuse the token that merges text and take its pieces: at most one
+        # token per byte of the ordinary text.
+        reasons.append("grammar")
+        high += _most_tokens(profile, text, ids) - count
     if generated.reasoning_added:
         reasons.append("reasoning")
         low, high = BOUNDS["reasoning"]
@@ -206,7 +235,7 @@ def accounting_findings(
             "undelivered_tokens" if more else "completion_tokens_mismatch",
             f"completion_tokens {used}, but the answer delivered {found.tokens} tokens{of} "
             f"rendered as the model generates them (billing must be {within}): "
-            + (f"{used - found.high} billed, never delivered" if more else "billed too few"),
+            + (f"{used - found.high} more billed than delivered" if more else "billed too few"),
             "$.usage.completion_tokens",
             expected={"tokens": found.tokens, "rendered": excerpt(found.text, 400)},
             actual=used,
