@@ -126,3 +126,15 @@ def status_counts_measure(counts: Mapping[str, int] | None) -> Measure:
         return Measure(f"INCONCLUSIVE ({text})", State.INCONCLUSIVE)
     interval = wilson_interval(passed, passed + failed)
     return Measure(text, State.GRADED, passed / (passed + failed), interval)
+
+
+def paired_text(compared: Mapping[str, Any]) -> str:
+    """A paired difference as people read it: estimate, interval, counts, McNemar's p."""
+    if not compared.get("pairs"):
+        return "no case graded in both runs"
+    low, high = compared["interval"]
+    return (
+        f"{compared['difference']:+.3f} [{low:+.3f}, {high:+.3f}], {compared['lost']} lost and "
+        f"{compared['gained']} gained of {compared['pairs']} cases, McNemar p "
+        f"{compared['p_value']:.2g}"
+    )
