@@ -290,10 +290,11 @@ def accuracy_rulings(metrics: Mapping[str, Any], limit: Any) -> list[dict[str, A
             for group, margin in margins.items()
         ]
     categories = paired["by_category"]
-    groups: dict[str, float] = {}
+    named = {g: m for g, m in margins.items() if g != EACH}
     if EACH in margins:
-        groups.update(dict.fromkeys(categories, margins[EACH]))
-    groups.update({g: m for g, m in margins.items() if g != EACH})
+        named = {**dict.fromkeys(categories, margins[EACH]), **named}
+    # The family first, then its categories by name.
+    groups = dict(sorted(named.items(), key=lambda kv: (kv[0] != ALL, kv[0])))
     rulings = []
     for group, margin in groups.items():
         compared = paired[ALL] if group == ALL else categories.get(group)
