@@ -113,7 +113,8 @@ def test_a_vendor_that_drops_parallel_calls_shows_the_drop_and_fails_the_gate(
     assert f"gate (file {gate}): FAIL" in gated.stdout
     assert (
         "tool_calling: max_accuracy_drop parallel 0.2 missed (actual FAIL: -1.000 "
-        "[-1.000, -0.781], 21 lost and 0 gained of 21 cases, McNemar p 9.5e-07)"
+        "[-1.000, -0.781], 21 lost and 0 gained of 21 cases, McNemar p 9.5e-07, a significant "
+        "drop)"
     ) in gated.stdout
 
     # The comparison page shows each vendor's paired difference with its interval.

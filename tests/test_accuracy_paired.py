@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from verifier.checks.paired import NO_OUTCOMES, case_outcome, comparison, paired_accuracy
+from verifier.compare.measures import paired_text
 from verifier.config import FAMILY_NAMES
 from verifier.errors import ConfigError
 from verifier.scorecard.gate import (
@@ -327,3 +328,13 @@ def test_runs_that_share_no_case_are_inconclusive_and_say_so() -> None:
         "families": {"tool_calling": family_gate(family(found), {"max_accuracy_drop": 0.1})},
     }
     assert "INCONCLUSIVE: no case graded in both runs" in summary_lines(gate)[1]
+
+
+def test_the_text_of_a_paired_difference_says_when_it_is_significant() -> None:
+    assert paired_text(compared(134, 0, 21)) == (
+        "-0.135 [-0.198, -0.084], 21 lost and 0 gained of 155 cases, McNemar p 9.5e-07, "
+        "a significant drop"
+    )
+    assert paired_text(compared(20, 6, 0)).endswith("McNemar p 0.031, a significant gain")
+    assert paired_text(compared(20, 5, 0)).endswith("McNemar p 0.062")
+    assert paired_text(compared(0, 0, 0)) == "no case graded in both runs"

@@ -133,8 +133,11 @@ def paired_text(compared: Mapping[str, Any]) -> str:
     if not compared.get("pairs"):
         return "no case graded in both runs"
     low, high = compared["interval"]
+    lost, gained = compared["lost"], compared["gained"]
+    # Significant at 0.05 by McNemar's test: whether it exceeds a margin is the gate's to say.
+    significant = compared["p_value"] < 0.05 and lost != gained
     return (
-        f"{compared['difference']:+.3f} [{low:+.3f}, {high:+.3f}], {compared['lost']} lost and "
-        f"{compared['gained']} gained of {compared['pairs']} cases, McNemar p "
-        f"{compared['p_value']:.2g}"
+        f"{compared['difference']:+.3f} [{low:+.3f}, {high:+.3f}], {lost} lost and {gained} "
+        f"gained of {compared['pairs']} cases, McNemar p {compared['p_value']:.2g}"
+        + (f", a significant {'drop' if lost > gained else 'gain'}" if significant else "")
     )
