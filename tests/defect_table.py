@@ -204,13 +204,44 @@ ROWS: tuple[Row, ...] = (
         wire={"invalid_request_hang"},
     ),
     _row("usage-total-wrong", wire={"usage_total_wrong"}),
+    # Billed but not delivered: output accounting holds every answer's bill to its delivery,
+    # in whichever family got the answer.
+    _row("tool-calls-dropped", tool_calling={"undelivered_tokens"}),
+    _row(
+        "content-cut",
+        "every family whose answers carry text longer than a token bills the whole of it; a "
+        "JSON answer cut in half is cut JSON, an image's answer cut in half is the wrong answer",
+        structured_output={"truncated_json", "undelivered_tokens"},
+        tool_calling={"undelivered_tokens"},
+        vision={"answer_mismatch", "undelivered_tokens"},
+        wire={"undelivered_tokens"},
+        parity={"undelivered_tokens"},
+    ),
+    _row(
+        "reasoning-dropped",
+        "an answer with thinking on and no reasoning did not think as asked, while usage still "
+        "counts reasoning tokens it does not deliver; parity's answers reason too, and lose it",
+        profile="small",
+        reasoning={"undelivered_tokens", "thinking_not_honoured", "reasoning_tokens_mismatch"},
+        parity={"undelivered_tokens"},
+    ),
     _row("logprobs-inconsistent", wire={"logprobs_inconsistent"}),
     # Parity compares by sampled first tokens instead (--parity-method auto, the default), and
     # the sampled distribution is the clean vendor's; with --parity-method logprobs every prompt
     # is logprobs_unavailable, unsupported (tests/test_parity_e2e.py).
     _row("logprobs-unavailable", wire={"logprobs_missing"}),
     _row("max-tokens-not-honoured", wire={"max_tokens_not_honoured"}),
-    _row("completion-tokens-inflated", wire={"completion_tokens_mismatch"}),
+    _row(
+        "completion-tokens-inflated",
+        "every answer of more than a few tokens is billed twice its delivery, whichever family "
+        "asked (the one-token answers of chat_template and tokenizer stay within the bound a "
+        "max_tokens cut allows)",
+        structured_output={"undelivered_tokens"},
+        tool_calling={"undelivered_tokens"},
+        vision={"undelivered_tokens"},
+        wire={"undelivered_tokens"},
+        parity={"undelivered_tokens"},
+    ),
     _row("seed-ignored", wire={"seed_not_reproducible"}),
     _row("sampling-limits-ignored", profile="small", wire={"sampling_limit_not_enforced"}),
     _row("sampling-pins-ignored", profile="small", wire={"sampling_pin_violated"}),

@@ -17,8 +17,9 @@ each case's metrics); this family's own cases fail on them. Codes:
   ``invalid_request_hang``, ``error_shape``; the requests ``--negative`` generates from the
   request schema are graded in :mod:`verifier.checks.bad_requests` (``error_param_wrong``,
   ``server_degraded``, ``valid_request_rejected`` besides these);
-- usage: ``usage_missing``, ``usage_total_wrong``, ``completion_tokens_mismatch`` (with a
-  profile: completion_tokens far from the answer's length under the model's tokenizer);
+- usage: ``usage_missing``, ``usage_total_wrong``; completion_tokens against what the answer
+  delivered is output accounting's, on every family's answers (:mod:`.accounting`:
+  ``undelivered_tokens``, ``completion_tokens_mismatch``);
 - profile policies: ``sampling_limit_not_enforced`` (a value outside the model's limits
   accepted; the thinking switch is the reasoning family's);
 - the model's contract: ``sampling_pin_violated`` (a value other than a pinned one accepted
@@ -194,40 +195,10 @@ def usage_findings(result: ChatResult, attempt: str | None = None) -> list[Findi
     return []
 
 
-# completion_tokens may exceed the re-encoded text by end markers (a stop token, the end of a
-# thinking block) and differ by one where the model's own tokens split text differently.
-COMPLETION_SLACK = (1, 2)
-
-
 def _text_tokens(choice: Choice, tokenizer: Tokenizer) -> int:
     """The answer's reasoning and content, counted with the profile's tokenizer."""
     text = (choice.reasoning or "") + (choice.content or "")
     return len(tokenizer.encode_ordinary(text)) if text else 0
-
-
-def completion_findings(
-    result: ChatResult, tokenizer: Tokenizer, attempt: str | None = None
-) -> list[Finding]:
-    """completion_tokens against the answer's text under the profile's tokenizer (pure)."""
-    choice = result.choice
-    used = (result.usage or {}).get("completion_tokens")
-    if choice is None or choice.tool_calls or not isinstance(used, int) or len(result.choices) != 1:
-        return []
-    counted = _text_tokens(choice, tokenizer)
-    low, high = counted - COMPLETION_SLACK[0], counted + COMPLETION_SLACK[1]
-    if low <= used <= high:
-        return []
-    return [
-        Finding(
-            "completion_tokens_mismatch",
-            f"completion_tokens {used}, but the answer's text is "
-            f"{counted} tokens under the model's tokenizer",
-            "$.usage.completion_tokens",
-            expected=counted,
-            actual=used,
-            attempt=attempt,
-        )
-    ]
 
 
 def logprob_findings(
@@ -297,8 +268,8 @@ def max_tokens_findings(
     """completion_tokens within the limit, and equal to it when finish_reason is length (pure).
 
     With the model's tokenizer, a count that breaks the limit is weighed against the answer's
-    text: when the text itself fits the limit, the usage figure is what is wrong
-    (completion_tokens_mismatch), not the generation.
+    text: when the text itself fits the limit, the usage figure is what is wrong, not the
+    generation, and output accounting reports the bill (``undelivered_tokens``).
     """
     usage = result.usage or {}
     used = usage.get("completion_tokens")
@@ -311,19 +282,8 @@ def max_tokens_findings(
         return []
     finish = choice.finish_reason if choice else None
     if tokenizer is not None and choice is not None and not choice.tool_calls:
-        counted = _text_tokens(choice, tokenizer)
-        if counted <= limit and used > limit:
-            return [
-                Finding(
-                    "completion_tokens_mismatch",
-                    f"completion_tokens {used} with a limit of {limit}, but the answer's text "
-                    f"is {counted} tokens under the model's tokenizer",
-                    "$.usage.completion_tokens",
-                    expected=counted,
-                    actual=used,
-                    attempt=attempt,
-                )
-            ]
+        if _text_tokens(choice, tokenizer) <= limit and used > limit:
+            return []
     unweighed = (
         ""
         if tokenizer is not None
@@ -417,9 +377,8 @@ def _answer_findings(
         findings += protocol_findings(result, include_usage=include, attempt=attempt)
     tokenizer = ctx.profile.tokenizer if ctx.profile is not None else None
     if check == "usage":
+        # completion_tokens against the delivered answer: output accounting, on every answer.
         findings += usage_findings(result, attempt)
-        if tokenizer is not None:
-            findings += completion_findings(result, tokenizer, attempt)
     elif check == "stop":
         stop = request["stop"]
         findings += stop_findings(result, [stop] if isinstance(stop, str) else stop, attempt)

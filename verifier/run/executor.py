@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from collections.abc import Mapping
+from typing import Any
 
 from ..cases.corpus import Case
 from ..checks import FAMILIES
+from ..checks.accounting import account_answers, with_accounting
 from ..checks.registry import RunContext
 from ..checks.shapes import shape_summary
 from ..endpoint.client import EndpointClient
@@ -83,9 +86,14 @@ def run_case(
 
     Every answer the case got is also checked against the OpenAI answer schemas; what is
     found goes into the outcome's ``shapes`` metric (this family's verdict is not touched:
-    the wire family owns shapes). A request for the reference goes to `reference`.
+    the wire family owns shapes). With a profile, every answer's bill is held to what it
+    delivered (output accounting, :mod:`verifier.checks.accounting`): its figures go into the
+    ``accounting`` metric and its findings fail the case, whichever family sent it. A request
+    for the reference goes to `reference`.
     """
     ctx = dataclasses.replace(base, observed=[])
+    # The endpoint's answers to chat requests, with what was asked: output accounting's input.
+    asked: list[tuple[Mapping[str, Any], ChatResult]] = []
 
     def send(request: Request) -> ChatResult:
         target = client
@@ -95,6 +103,8 @@ def run_case(
         answer = target.send(request, f"{case.key}#{request.name}")
         if request.observe:
             ctx.observed.append(answer)
+            if isinstance(request, Chat) and request.target == "endpoint":
+                asked.append((request.body, answer))
         return answer
 
     try:
@@ -107,4 +117,8 @@ def run_case(
             metrics={"attempts": exc.attempts},
         )
     shapes = shape_summary(ctx.observed)
-    return dataclasses.replace(outcome, metrics={**outcome.metrics, "shapes": shapes})
+    outcome = dataclasses.replace(outcome, metrics={**outcome.metrics, "shapes": shapes})
+    if base.profile is None:
+        return outcome
+    accounting, findings = account_answers(base.profile, asked)
+    return with_accounting(outcome, accounting, findings)

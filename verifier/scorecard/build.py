@@ -57,6 +57,21 @@ def _shapes(records: Iterable[CaseRecord]) -> dict[str, Any]:
     return shapes
 
 
+def _accounting(records: Iterable[CaseRecord]) -> dict[str, int] | None:
+    """Output accounting over the family's answers (None without a profile: nothing counted)."""
+    total: Counter[str] = Counter()
+    seen = False
+    for record in records:
+        figures = record.outcome.metrics.get("accounting")
+        if figures:
+            seen = True
+            total.update({k: int(v) for k, v in figures.items()})
+    if not seen:
+        return None
+    keys = ("answers", "exact", "bounded", "unaccounted", "billed", "delivered")
+    return {key: total[key] for key in keys}
+
+
 def _by_count(counter: Counter[str]) -> dict[str, int]:
     return dict(sorted(counter.items(), key=lambda kv: (-kv[1], kv[0])))
 
@@ -115,6 +130,9 @@ def summarize_family(
     graded = counts["pass"] + counts["fail"]
     interval = wilson_interval(counts["pass"], graded)
     metrics: dict[str, Any] = {"requests": requests, "shapes": _shapes(records)}
+    accounting = _accounting(records)
+    if accounting is not None:
+        metrics["accounting"] = accounting
     if summarize is not None:
         metrics.update(summarize(records, baseline))
     rulings = metrics.pop("rulings", None)

@@ -176,6 +176,10 @@ class ToyPath:
         """Toy tokens of `text`."""
         return len(tokenize(text))
 
+    def bill(self, request: dict[str, Any], message: dict[str, Any]) -> int | None:
+        """Without a profile the toy tokens are the bill."""
+        return None
+
 
 class Path(Protocol):
     """How the vendor counts: the toy path, or a profile's (simulator/prompt.py)."""
@@ -196,6 +200,9 @@ class Path(Protocol):
 
     def count(self, text: str) -> int:
         """Tokens of `text`."""
+
+    def bill(self, request: dict[str, Any], message: dict[str, Any]) -> int | None:
+        """The completion tokens of the model's `message`, or None to count toy tokens."""
 
 
 def _plain_reply(request: dict[str, Any], defaults: Mapping[str, float] | None = None) -> str:
@@ -411,9 +418,8 @@ def respond(
     if calls:
         tokens = tokenize(kimi_markup(calls)) if defects.has(TOOL_MARKERS_IN_CONTENT) else []
         finish = "stop" if defects.has(TOOL_FINISH_REASON_STOP) else "tool_calls"
-        return _lost(
-            _reasoned(Reply(tokens, finish, calls, streamed), request, defects, path), defects
-        )
+        reply = _reasoned(Reply(tokens, finish, calls, streamed), request, defects, path)
+        return _lost(_billed(reply, request, path), defects)
     text = _structured_text(request, defects)
     if defects.has(RESPONSE_FORMAT_IGNORED_WHEN_THINKING) and thinks(
         request, path.dialect, defects
@@ -435,9 +441,39 @@ def respond(
     ):
         finish = "stop"
     reply = _reasoned(Reply(tokenize(text), finish, counted=counted), request, defects, path)
+    reply = _billed(reply, request, path)
     if defects.has(COMPLETION_TOKENS_INFLATED) and reply.counted is not None:
         reply.counted *= 2
     return _lost(reply, defects)
+
+
+def _billed(reply: Reply, request: dict[str, Any], path: Path) -> Reply:
+    """The reply billed as the model generated it (an answer cut by max_tokens bills the limit).
+
+    With a profile, the model's output is its message as the chat template writes it: the
+    markup of its calls, its reasoning between the dialect's tags, and the token closing it.
+    """
+    if reply.finish_reason == "length":
+        return reply
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content or ""}
+    if reply.reasoning:
+        message[reply.reasoning_field] = reply.reasoning
+    if reply.tool_calls:
+        earlier = _earlier_calls(request)
+        message["tool_calls"] = [
+            {
+                "id": f"functions.{call.name}:{earlier + index}"
+                if path.named_call_ids
+                else call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments},
+            }
+            for index, call in enumerate(reply.tool_calls)
+        ]
+    billed = path.bill(request, message)
+    if billed is not None:
+        reply.counted = billed
+    return reply
 
 
 def _lost(reply: Reply, defects: Defects) -> Reply:

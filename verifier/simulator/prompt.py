@@ -17,6 +17,7 @@ import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
+from ..reference.output import model_output
 from ..reference.profiles import Profile
 from ..reference.template import Rendered
 from ..reference.tokenizer import TiktokenTokenizer, Tokenizer, encode_all_special, encode_prompt
@@ -216,6 +217,13 @@ class PromptPath:
     def count(self, text: str) -> int:
         """Tokens of `text` under the vendor's tokenizer."""
         return len(self.tokenizer.encode_ordinary(text))
+
+    def bill(self, request: Mapping[str, Any], message: dict[str, Any]) -> int | None:
+        """The model's `message` as its template writes it, in tokens (None: it cannot say)."""
+        output = model_output(self.profile, request, message)
+        if output is None:
+            return None
+        return len(encode_prompt(self.tokenizer, output.text, output.spans))
 
     def completion(self, text: str, limit: int | None) -> tuple[str, int, bool]:
         """The answer cut to `limit` tokens: (text, completion tokens, cut)."""

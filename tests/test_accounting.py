@@ -1,0 +1,253 @@
+"""Output accounting: the bill against the delivery, rendered as the model generates it."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from verifier.checks.accounting import (
+    BOUNDS,
+    account,
+    account_answers,
+    delivered,
+    with_accounting,
+)
+from verifier.outcome import Finding, Outcome, Status
+from verifier.protocol.answers import ChatResult, Choice, ToolCall
+from verifier.reference.profiles import Profile, load_profile
+
+ASKED = {"messages": [{"role": "user", "content": "Weather in Paris and Rome?"}]}
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+        },
+    }
+]
+WITH_TOOLS = {**ASKED, "tools": TOOLS}
+
+
+@functools.cache
+def _kimi() -> Profile:
+    return load_profile("kimi-k2")
+
+
+@pytest.fixture(scope="module")
+def kimi() -> Profile:
+    return _kimi()
+
+
+@pytest.fixture(scope="module")
+def thinking() -> Profile:
+    return load_profile("kimi-k2-thinking")
+
+
+def _call(index: int, city: str, call_id: str | None = None) -> ToolCall:
+    return ToolCall(
+        index, call_id or f"call_{index}", "function", "get_weather", f'{{"city": "{city}"}}'
+    )
+
+
+def _answer(
+    content: str | None = None,
+    *,
+    calls: tuple[ToolCall, ...] = (),
+    reasoning: str | None = None,
+    finish: str = "stop",
+    billed: int | None = None,
+    choices: int = 1,
+) -> ChatResult:
+    choice = [
+        Choice(i, "assistant", content, reasoning, list(calls), finish) for i in range(choices)
+    ]
+    usage = None if billed is None else {"prompt_tokens": 9, "completion_tokens": billed}
+    return ChatResult(False, 200, choices=choice, usage=usage)
+
+
+def _ids(profile: Profile, text: str) -> int:
+    """The text's tokens with the profile's special tokens recognised (the test's own count)."""
+    specials = profile.tokenizer.special_tokens
+    ids, rest = [], text
+    while rest:
+        at = min(((rest.find(t), t) for t in specials if t in rest), default=(-1, ""))
+        if at[0] < 0:
+            ids += profile.tokenizer.encode_ordinary(rest)
+            break
+        ids += profile.tokenizer.encode_ordinary(rest[: at[0]]) + [specials[at[1]]]
+        rest = rest[at[0] + len(at[1]) :]
+    return len(ids)
+
+
+def test_two_calls_are_counted_in_the_model_s_own_markup_with_its_end_token(kimi: Profile) -> None:
+    both = delivered(kimi, WITH_TOOLS, _answer(calls=(_call(0, "Paris"), _call(1, "Rome"))))
+    assert both is not None and both.exact
+    # Kimi K2's template writes its own ids (functions.NAME:IDX) and closes with <|im_end|>.
+    assert both.text == (
+        "<|tool_calls_section_begin|>"
+        '<|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{"city": "Paris"}'
+        "<|tool_call_end|>"
+        '<|tool_call_begin|>functions.get_weather:1<|tool_call_argument_begin|>{"city": "Rome"}'
+        "<|tool_call_end|><|tool_calls_section_end|><|im_end|>"
+    )
+    assert both.tokens == _ids(kimi, both.text)
+    assert (
+        account(
+            kimi,
+            WITH_TOOLS,
+            _answer(calls=(_call(0, "Paris"), _call(1, "Rome")), billed=both.tokens),
+        )[1]
+        == []
+    )
+
+
+def test_a_dropped_call_billed_all_the_same_is_undelivered_with_counts_and_text(
+    kimi: Profile,
+) -> None:
+    made = delivered(kimi, WITH_TOOLS, _answer(calls=(_call(0, "Paris"), _call(1, "Rome"))))
+    assert made is not None
+    sent = _answer(calls=(_call(0, "Paris"),), billed=made.tokens)
+    found, findings = account(kimi, WITH_TOOLS, sent)
+    assert found is not None and found.tokens < made.tokens
+    assert [f.code for f in findings] == ["undelivered_tokens"]
+    assert findings[0].actual == made.tokens
+    assert findings[0].expected["tokens"] == found.tokens
+    assert "functions.get_weather:0" in findings[0].expected["rendered"]
+    assert f"{made.tokens - found.tokens} billed, never delivered" in findings[0].message
+
+
+def test_fewer_billed_than_delivered_is_a_mismatch(kimi: Profile) -> None:
+    found = delivered(kimi, ASKED, _answer("Hello there!"))
+    assert found is not None and found.text == "Hello there!<|im_end|>"
+    _, findings = account(kimi, ASKED, _answer("Hello there!", billed=found.tokens - 1))
+    assert [f.code for f in findings] == ["completion_tokens_mismatch"]
+    _, findings = account(kimi, ASKED, _answer("Hello there!", billed=found.tokens + 1))
+    assert [f.code for f in findings] == ["undelivered_tokens"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=40))
+def test_a_text_answer_is_its_text_s_tokens_and_the_end_token(text: str) -> None:
+    kimi = _kimi()
+    found = delivered(kimi, ASKED, _answer(text))
+    assert found is not None and found.exact
+    # Content is ordinary text, whatever it spells: special-token text in it is not special.
+    assert found.tokens == len(kimi.tokenizer.encode_ordinary(text)) + 1
+
+
+def test_a_cut_answer_has_no_end_token_and_the_stated_bound(kimi: Profile) -> None:
+    found = delivered(kimi, ASKED, _answer("Hello there", finish="length"))
+    assert found is not None and found.reasons == ("length",)
+    counted = len(kimi.tokenizer.encode_ordinary("Hello there"))
+    low, high = BOUNDS["length"]
+    assert (found.tokens, found.low, found.high) == (counted, counted - low, counted + high)
+
+
+def test_a_stop_sequence_may_be_billed_but_not_delivered(kimi: Profile) -> None:
+    request = {**ASKED, "stop": ["\n\nEND"]}
+    found = delivered(kimi, request, _answer("Hello there"))
+    assert found is not None and found.reasons == ("stop",)
+    counted = len(kimi.tokenizer.encode_ordinary("Hello there"))
+    stop = len(kimi.tokenizer.encode_ordinary("\n\nEND"))
+    assert (found.tokens, found.low, found.high) == (counted, counted, counted + stop)
+
+
+def test_every_choice_is_billed(kimi: Profile) -> None:
+    one = delivered(kimi, ASKED, _answer("Hi."))
+    two = delivered(kimi, ASKED, _answer("Hi.", choices=2))
+    assert one is not None and two is not None and two.tokens == 2 * one.tokens
+    # llama-server bills n=2 as one choice: less billed than delivered.
+    _, findings = account(kimi, ASKED, _answer("Hi.", choices=2, billed=one.tokens))
+    assert [f.code for f in findings] == ["completion_tokens_mismatch"]
+    assert "over 2 choices" in findings[0].message
+
+
+def test_reasoning_of_a_tool_call_turn_is_the_template_s_own(thinking: Profile) -> None:
+    answer = _answer(calls=(_call(0, "Paris", "x"),), reasoning="Call the tool.")
+    found = delivered(thinking, WITH_TOOLS, answer)
+    assert found is not None and found.exact
+    # The vendor's id "x" is not what the model wrote: the contract says functions.NAME:IDX.
+    assert found.text.startswith(
+        "<think>Call the tool.</think><|tool_calls_section_begin|>"
+        "<|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>"
+    )
+
+
+def test_reasoning_the_template_drops_from_a_final_answer_goes_between_the_tags(
+    thinking: Profile,
+) -> None:
+    # K2 Thinking's template writes a final answer as history: <think></think>, reasoning gone.
+    found = delivered(thinking, ASKED, _answer("Sunny.", reasoning="Think first."))
+    assert found is not None and found.reasons == ("reasoning",)
+    assert found.text == "<think>Think first.</think>Sunny.<|im_end|>"
+    assert (found.low, found.high) == (found.tokens - 1, found.tokens + 1)
+
+
+def test_a_template_that_renders_earlier_turns_otherwise_still_places_the_output(
+    thinking: Profile,
+) -> None:
+    # After a tool loop, a final answer turns the loop's turns into history (reasoning dropped):
+    # the conversation with the answer no longer begins with the generation prompt.
+    loop: dict[str, Any] = {
+        "messages": [
+            *ASKED["messages"],
+            {
+                "role": "assistant",
+                "content": "",
+                "reasoning_content": "Look it up.",
+                "tool_calls": [
+                    {
+                        "id": "functions.get_weather:0",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "functions.get_weather:0", "content": "Sunny"},
+        ],
+        "tools": TOOLS,
+    }
+    found = delivered(thinking, loop, _answer("It is sunny.", reasoning="Report it."))
+    assert found is not None
+    assert found.text == "<think>Report it.</think>It is sunny.<|im_end|>"
+
+
+def test_no_usage_or_no_choice_is_no_verdict(kimi: Profile) -> None:
+    assert account(kimi, ASKED, _answer("Hi."))[1] == []
+    assert account(kimi, ASKED, ChatResult(False, 200, usage={"completion_tokens": 3})) == (
+        None,
+        [],
+    )
+    metric, findings = account_answers(
+        kimi, [(ASKED, _answer("Hi.")), (ASKED, ChatResult(False, 200))]
+    )
+    assert findings == []
+    assert metric == {
+        "answers": 2,
+        "exact": 0,
+        "bounded": 0,
+        "unaccounted": 2,
+        "billed": 0,
+        "delivered": 0,
+    }
+
+
+def test_the_findings_fail_a_passed_case_and_leave_an_ungraded_one_alone() -> None:
+    found = [Finding("undelivered_tokens", "billed, never delivered")]
+    metric = {"answers": 1}
+    failed = with_accounting(Outcome(Status.PASS), metric, found)
+    assert (failed.status, failed.code) == (Status.FAIL, "undelivered_tokens")
+    assert failed.metrics["accounting"] == metric
+    already = Outcome.from_findings([Finding("missing_call", "one call short")])
+    both = with_accounting(already, metric, found)
+    assert (both.code, [f.code for f in both.findings]) == (
+        "missing_call",
+        ["missing_call", "undelivered_tokens"],
+    )
+    skipped = with_accounting(Outcome(Status.UNSUPPORTED, code="x"), metric, found)
+    assert skipped.status is Status.UNSUPPORTED and skipped.metrics["accounting"] == metric
