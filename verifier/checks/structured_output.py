@@ -45,6 +45,7 @@ from .common import (
     schema_findings,
 )
 from .evidence import evidence_findings
+from .paired import case_outcome, paired_accuracy
 from .registry import QUICK, family
 
 if TYPE_CHECKING:
@@ -218,6 +219,7 @@ def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None)
         ("cases", "rejected_4xx", "accepted", "server_error", "no_error_object"), 0
     )
     truncation = {"cases": 0, "passed": 0, "without_length": 0}
+    cases: dict[str, dict[str, Any]] = {}
     for record in records:
         metrics = record.outcome.metrics
         status = record.status
@@ -232,6 +234,8 @@ def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None)
             truncation["passed"] += status == "pass"
             truncation["without_length"] += "truncated_without_length" in codes
         else:
+            if metrics.get("accepted", True) and status in ("pass", "fail"):
+                cases[record.id] = case_outcome(metrics.get("keyword", "?"), status == "pass")
             _count_constrained(
                 keywords.setdefault(metrics.get("keyword", "?"), _row()), status, metrics
             )
@@ -241,7 +245,13 @@ def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None)
         ((k, r["silent"]) for k, r in keywords.items() if r["silent"]),
         key=lambda kv: (-kv[1], kv[0]),
     )
+    # Accuracy, per case: an accepted schema whose every answer validated, by keyword; so
+    # that a later run's --baseline can pair its cases with these.
+    accuracy: dict[str, Any] = {"cases": dict(sorted(cases.items()))}
+    if baseline is not None:
+        accuracy["paired"] = paired_accuracy(cases, baseline)
     return {
+        "accuracy": accuracy,
         "keywords": _with_rates(keywords),
         "silent_acceptance": [{"keyword": k, "cases": n} for k, n in silent],
         "violated_keywords": dict(sorted(violated.items(), key=lambda kv: (-kv[1], kv[0]))),

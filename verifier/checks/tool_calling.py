@@ -42,6 +42,7 @@ from ..protocol.requests import Chat, Exchange
 from ..stats import rate
 from .common import excerpt, rejected, schema_findings, unsupported
 from .evidence import NO_PROMPT_TOKENS, evidence_findings, prompt_tokens
+from .paired import case_outcome, paired_accuracy
 from .registry import family
 from .tool_matching import calls_of, compare_calls, parse_arguments, signature
 
@@ -409,9 +410,12 @@ def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None)
     valid = sum(m.get("valid_requests", 0) for m in metrics)
     by_category: dict[str, list[bool]] = {}
     quality_codes: Counter[str] = Counter()
-    for m in metrics:
+    cases: dict[str, dict[str, Any]] = {}
+    for record in graded:
+        m = record.outcome.metrics
         if m.get("accurate") is not None:
             by_category.setdefault(m["category"], []).append(m["accurate"])
+            cases[record.id] = case_outcome(m["category"], m["accurate"])
         quality_codes.update(m.get("quality", []))
     accurate_all = [a for values in by_category.values() for a in values]
     parity = [m["stream_parity"] for m in metrics if m.get("stream_parity") is not None]
@@ -438,6 +442,8 @@ def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None)
                 for category, values in sorted(by_category.items())
             },
             "codes": dict(sorted(quality_codes.items(), key=lambda kv: (-kv[1], kv[0]))),
+            # Per case, so that a later run's --baseline can pair its cases with these.
+            "cases": dict(sorted(cases.items())),
         },
         "decisions": decisions,
     }
@@ -445,6 +451,7 @@ def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None)
         summary["baseline"] = baseline_agreement(
             decisions, baseline.get("metrics", {}).get("decisions", {})
         )
+        summary["accuracy"]["paired"] = paired_accuracy(cases, baseline)
     return summary
 
 

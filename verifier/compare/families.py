@@ -14,10 +14,11 @@ from .measures import (
     MISSING,
     count_measure,
     counted_rate,
+    paired_text,
     rate_measure,
     status_counts_measure,
 )
-from .model import Measure, Row, State, Table, info_row, ranked_row
+from .model import Cell, Measure, Row, State, Table, info_row, ranked_row
 
 Entry = Mapping[str, Any] | None
 Entries = Sequence[Entry]
@@ -182,6 +183,46 @@ def _failing(metrics: Sequence[Mapping[str, Any] | None], key: str, label: str) 
     return ranked_row(label, _per_vendor(metrics, measure), higher_is_better=False)
 
 
+PAIRED = "accuracy vs baseline (paired)"
+PAIRED_TITLE = "Accuracy against the baseline, paired"
+PAIRED_NOTE = (
+    "accuracy minus the accuracy of the vendor's own --baseline (the reference) over the cases "
+    "both graded, with its 95% interval (Newcombe, paired), the cases lost and gained, and the "
+    "exact McNemar p-value; each vendor against its own baseline, so not ranked; – : run "
+    "without a baseline"
+)
+
+
+def _paired_measure(metrics: Mapping[str, Any], group: str | None) -> Measure:
+    """The paired difference of the family (group None) or a category, as an info cell."""
+    paired = _dig(metrics, "accuracy", "paired")
+    if not isinstance(paired, Mapping):
+        return MISSING
+    if "unavailable" in paired:
+        return Measure(f"not compared: {paired['unavailable']}", State.INFO)
+    compared = paired["all"] if group is None else _dig(paired, "by_category", group)
+    if not isinstance(compared, Mapping):
+        return MISSING
+    return Measure(paired_text(compared), State.INFO)
+
+
+def _cells(metrics: Sequence[Mapping[str, Any] | None], group: str | None) -> tuple[Cell, ...]:
+    return tuple(Cell(m) for m in _per_vendor(metrics, lambda m: _paired_measure(m, group)))
+
+
+def paired_view(metrics: Sequence[Mapping[str, Any] | None]) -> View:
+    """The paired accuracy difference: the family's key row, and a table by category.
+
+    Neither shows when no vendor was run with a baseline.
+    """
+    if not any(_dig(m, "accuracy", "paired") for m in metrics):
+        return (), ()
+    key = Row(PAIRED, _cells(metrics, None))
+    categories = _union(_dig(m, "accuracy", "paired", "by_category") for m in metrics)
+    rows = (Row("all cases", key.cells), *(Row(name, _cells(metrics, name)) for name in categories))
+    return (key,), (Table(PAIRED_TITLE, PAIRED_NOTE, rows),)
+
+
 TOOL_RATES = (
     ("pass^k", "pass_k"),
     ("accuracy", "accuracy.overall"),
@@ -200,6 +241,7 @@ def tool_calling(entries: Entries) -> View:
     )
     compared = next((m["compared"] for m in metrics if m and m.get("compared")), None)
     categories = _union(_dig(m, "accuracy", "by_category") for m in metrics)
+    paired, paired_table = paired_view(metrics)
     tables = [
         Table(
             "Rates",
@@ -219,6 +261,7 @@ def tool_calling(entries: Entries) -> View:
                 lambda m, category: rate_measure(_dig(m, "accuracy", "by_category", category)),
             ),
         ),
+        *paired_table,
         codes_table(entries, extra=(("accuracy: ", ("metrics", "accuracy", "codes")),)),
         answers_table(entries),
     ]
@@ -229,7 +272,7 @@ def tool_calling(entries: Entries) -> View:
     )
     if decided is not None:
         tables.append(decided)
-    return tuple(r for r in rates if r.label in TOOL_KEY), tuple(tables)
+    return (*(r for r in rates if r.label in TOOL_KEY), *paired), tuple(tables)
 
 
 def _keyword_measure(row: Mapping[str, Any] | None) -> Measure:
@@ -352,8 +395,10 @@ def structured_output(entries: Entries) -> View:
         ),
         ranked_row("declared coverage", _per_vendor(metrics, _declared_coverage)),
     )
+    paired, paired_table = paired_view(metrics)
     tables = (
         Table("Key rates", "silent acceptance: fewer is better", key),
+        *paired_table,
         _keyword_matrix(metrics, "Per JSON-Schema keyword", "keywords"),
         _keyword_matrix(metrics, "Per mode", "modes"),
         _malformed_table(metrics),
@@ -361,7 +406,7 @@ def structured_output(entries: Entries) -> View:
         codes_table(entries),
         answers_table(entries),
     )
-    return key, tables
+    return (*key, *paired), tables
 
 
 def chat_template(entries: Entries) -> View:

@@ -126,3 +126,18 @@ def status_counts_measure(counts: Mapping[str, int] | None) -> Measure:
         return Measure(f"INCONCLUSIVE ({text})", State.INCONCLUSIVE)
     interval = wilson_interval(passed, passed + failed)
     return Measure(text, State.GRADED, passed / (passed + failed), interval)
+
+
+def paired_text(compared: Mapping[str, Any]) -> str:
+    """A paired difference as people read it: estimate, interval, counts, McNemar's p."""
+    if not compared.get("pairs"):
+        return "no case graded in both runs"
+    low, high = compared["interval"]
+    lost, gained = compared["lost"], compared["gained"]
+    # Significant at 0.05 by McNemar's test: whether it exceeds a margin is the gate's to say.
+    significant = compared["p_value"] < 0.05 and lost != gained
+    return (
+        f"{compared['difference']:+.3f} [{low:+.3f}, {high:+.3f}], {lost} lost and {gained} "
+        f"gained of {compared['pairs']} cases, McNemar p {compared['p_value']:.2g}"
+        + (f", a significant {'drop' if lost > gained else 'gain'}" if significant else "")
+    )

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..cases.corpus import Case
 from ..compare.families import ruling_text
+from ..compare.measures import paired_text
 from ..outcome import Finding, Outcome, Status
 from .performance import performance_line
 
@@ -90,6 +91,7 @@ def summary_lines(card: Mapping[str, Any]) -> list[str]:
         detail = _sub_metrics(family.get("metrics", {}))
         if detail:
             lines.append(f"{'':<{width}}  {detail}")
+        lines += [f"{'':<{width}}  {line}" for line in paired_lines(family.get("metrics", {}))]
         for ruling in family.get("rulings") or ():
             exceeded = _rate_text("beyond the noise floor", ruling.get("exceeded"))
             lines.append(
@@ -140,6 +142,22 @@ def _sub_metrics(metrics: Mapping[str, Any]) -> str:
     if baseline and baseline.get("trigger_f1") is not None:
         parts.append(f"trigger F1 vs baseline {baseline['trigger_f1']:.3f}")
     return "  ".join(p for p in parts if p)
+
+
+def paired_lines(metrics: Mapping[str, Any]) -> list[str]:
+    """Accuracy against the --baseline's, paired: the family, then each category that moved."""
+    paired = (metrics.get("accuracy") or {}).get("paired")
+    if not isinstance(paired, Mapping):
+        return []
+    if "unavailable" in paired:
+        return [f"accuracy vs baseline: not compared: {paired['unavailable']}"]
+    lines = [f"accuracy vs baseline (paired): {paired_text(paired['all'])}"]
+    lines += [
+        f"  {category}: {paired_text(compared)}"
+        for category, compared in paired["by_category"].items()
+        if compared["lost"] or compared["gained"]
+    ]
+    return lines
 
 
 def budget_lines(budget: Mapping[str, Any]) -> list[str]:

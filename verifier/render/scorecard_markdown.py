@@ -11,10 +11,11 @@ from ..compare.families import VIEWS, generic
 from ..compare.measures import STATUSES, family_measure, interval_text
 from ..compare.model import Row, State
 from ..compare.provenance import profile_text, settings_text, timestamp, when_text
+from ..scorecard.gate import accuracy_text, actual_text
 from .markdown import code, code_block, escape, table
 from .performance import performance_markdown
 from .report import _interval as score_text
-from .report import budget_lines, faults_text
+from .report import budget_lines, faults_text, paired_lines
 
 # Evidence values longer than this (or structured) go into a code block.
 INLINE_LIMIT = 80
@@ -75,6 +76,8 @@ def _family_lines(name: str, family: Mapping[str, Any]) -> list[str]:
         )
     key, tables = VIEWS.get(name, generic)([family])
     lines += [f"- {escape(row.label)}: {escape(row.cells[0].text)}" for row in key]
+    # The key row holds the family's paired difference; the categories that moved follow it.
+    lines += [f"  - {escape(line.strip())}" for line in paired_lines(family["metrics"])[1:]]
     codes = family.get("codes") or {}
     if codes:
         lines.append("- failure codes: " + ", ".join(f"{code(c)} ×{n}" for c, n in codes.items()))
@@ -174,8 +177,14 @@ def _gate(gate: Mapping[str, Any] | None) -> list[str]:
             lines.append(
                 f"- {escape(name)}: {code(str(missed.get('threshold')))} "
                 f"{escape(repr(missed.get('limit')))} missed, actual "
-                f"{escape(repr(missed.get('actual')))}"
+                f"{escape(actual_text(missed.get('actual')))}"
             )
+        for ruling in result.get("accuracy", []):
+            if ruling["verdict"] == "pass":
+                lines.append(
+                    f"- {escape(name)}: {code('max_accuracy_drop ' + ruling['category'])} "
+                    f"{escape(repr(ruling['margin']))} met: {escape(accuracy_text(ruling))}"
+                )
     return [*lines, ""]
 
 

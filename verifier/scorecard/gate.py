@@ -15,9 +15,13 @@ setting, overridden by a TOML file (``--gate-thresholds FILE``)::
     require = true         # an unsupported or missing family fails the gate
     max_ttft_p90_ms = 800  # met when the p90's 95% interval lies below it
     min_output_tps_p50 = 40
+    # Accuracy against the --baseline's, paired case by case: the whole family, and a table
+    # by category ("each" is every category) when categories need their own margin.
+    max_accuracy_drop = 0.05            # or { all = 0.05, parallel = 0.2, each = 0.3 }
 
 A family that is inconclusive (too many transport errors, too few graded
-cases) fails the gate; it never passes it.
+cases) fails the gate; it never passes it. So does an accuracy comparison that is
+inconclusive, or that has no baseline to compare with.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..compare.measures import paired_text
 from ..errors import ConfigError
 
 THRESHOLDS: dict[str, type[int] | tuple[type[int], type[float]]] = {
@@ -46,6 +51,9 @@ THRESHOLDS: dict[str, type[int] | tuple[type[int], type[float]]] = {
     # Speed (the performance section): met only when the 95% interval's far bound is.
     "max_ttft_p90_ms": (int, float),
     "min_output_tps_p50": (int, float),
+    # tool_calling, structured_output: the most accuracy may drop below the --baseline's
+    # (a share), per family ("all") and category; a number, or a table by category.
+    "max_accuracy_drop": (int, float),
 }
 # Conformance by default: no failed check, few transport errors, enough cases to judge.
 # pass^k depends on the model as much as on the serving: set it from a reference run.
@@ -53,6 +61,35 @@ DEFAULTS: dict[str, Any] = {"min_score": 1.0, "max_error_rate": 0.05, "min_grade
 FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {"structured_output": {"max_silent_acceptance": 0}}
 # Family verdicts no threshold applies to, and what the gate says of them: nothing was graded.
 UNGATED = {"unsupported": "unsupported", "recorded": "recorded: nothing compared"}
+# The families that record accuracy per case, so that a run can pair it with a baseline's.
+ACCURACY_FAMILIES = ("tool_calling", "structured_output")
+# max_accuracy_drop's table: the family's cases together, every category, or one category.
+ALL, EACH = "all", "each"
+# A drop is significant when the exact McNemar test's two-sided p-value is below this.
+ALPHA = 0.05
+NO_BASELINE = (
+    "no baseline: pass --baseline SCORECARD, a scorecard the reference endpoint's run wrote "
+    "(--reference-endpoint serves parity only)"
+)
+
+
+def _accuracy_limit(value: Any, where: str, section: str) -> None:
+    """max_accuracy_drop: only where accuracy is graded per case; shares in (0, 1), by group."""
+    key = "max_accuracy_drop"
+    if section not in ACCURACY_FAMILIES:
+        raise ConfigError(
+            f"{where}: [{section}] {key}: only {' and '.join(ACCURACY_FAMILIES)} grade accuracy "
+            f"per case; set it under [{ACCURACY_FAMILIES[0]}] or [{ACCURACY_FAMILIES[1]}]"
+        )
+    margins = value if isinstance(value, Mapping) else {ALL: value}
+    for group, margin in margins.items():
+        if isinstance(margin, bool) or not isinstance(margin, int | float) or not 0 < margin < 1:
+            raise ConfigError(
+                f"{where}: [{section}] {key} = {value!r}: each margin must be a share above 0 "
+                f"and below 1 (a drop of 0 can never be shown); {group!r} is {margin!r}; give "
+                f"a number, or a table by category: {ALL} (the family), {EACH} (every "
+                "category) or a category's name"
+            )
 
 
 def _checked(table: Any, where: str, families: tuple[str, ...]) -> dict[str, dict[str, Any]]:
@@ -71,6 +108,9 @@ def _checked(table: Any, where: str, families: tuple[str, ...]) -> dict[str, dic
         if not isinstance(values, Mapping):
             raise ConfigError(f"{where}: [{section}] must be a table of thresholds")
         for key, value in values.items():
+            if key == "max_accuracy_drop":
+                _accuracy_limit(value, where, str(section))
+                continue
             kind = THRESHOLDS.get(key)
             if kind is None:
                 close = difflib.get_close_matches(str(key), THRESHOLDS, n=1)
@@ -205,7 +245,90 @@ def family_gate(
         if rate is None or rate < limits["min_pass_k"]:
             miss("min_pass_k", limits["min_pass_k"], rate)
     missed += _speed_misses(speed, limits)
-    return {"gated": True, "passed": not missed, "missed": missed}
+    result: dict[str, Any] = {"gated": True, "passed": not missed, "missed": missed}
+    if "max_accuracy_drop" in limits:
+        rulings = accuracy_rulings(family["metrics"], limits["max_accuracy_drop"])
+        for ruling in rulings:
+            if ruling["verdict"] != "pass":
+                miss(f"max_accuracy_drop {ruling['category']}", ruling["margin"], ruling)
+        result.update(passed=not missed, accuracy=rulings)
+    return result
+
+
+def accuracy_verdict(compared: Mapping[str, Any], margin: float) -> str:
+    """pass, fail or inconclusive: a paired accuracy comparison against a margin (pure).
+
+    - fail: the drop is significant (the exact McNemar test's two-sided p below 0.05, with
+      more cases lost than gained) and the observed drop is larger than `margin`;
+    - pass: the 95% interval of the difference shows any drop is within the margin (its
+      lower bound at or above -margin);
+    - inconclusive: neither (too few cases to tell), or no case graded in both runs.
+    The two are exclusive: a fail's difference, hence its lower bound, is below -margin.
+    """
+    if not compared.get("pairs"):
+        return "inconclusive"
+    drop = -compared["difference"]
+    if compared["p_value"] < ALPHA and compared["lost"] > compared["gained"] and drop > margin:
+        return "fail"
+    if compared["interval"][0] >= -margin:
+        return "pass"
+    return "inconclusive"
+
+
+def accuracy_rulings(metrics: Mapping[str, Any], limit: Any) -> list[dict[str, Any]]:
+    """max_accuracy_drop's verdict on each group it names: the family (all), categories (pure).
+
+    Without a baseline's per-case outcomes there is no verdict (``None``, with why); a
+    category the thresholds name that no paired case has is inconclusive, said so.
+    """
+    margins: Mapping[str, Any] = limit if isinstance(limit, Mapping) else {ALL: limit}
+    paired = (metrics.get("accuracy") or {}).get("paired")
+    if not isinstance(paired, Mapping) or "unavailable" in paired:
+        why = NO_BASELINE if not isinstance(paired, Mapping) else paired["unavailable"]
+        return [
+            {"category": group, "margin": margin, "verdict": None, "why": why}
+            for group, margin in margins.items()
+        ]
+    categories = paired["by_category"]
+    named = {g: m for g, m in margins.items() if g != EACH}
+    if EACH in margins:
+        named = {**dict.fromkeys(categories, margins[EACH]), **named}
+    # The family first, then its categories by name.
+    groups = dict(sorted(named.items(), key=lambda kv: (kv[0] != ALL, kv[0])))
+    rulings = []
+    for group, margin in groups.items():
+        compared = paired[ALL] if group == ALL else categories.get(group)
+        if compared is None:
+            close = difflib.get_close_matches(group, categories, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            rulings.append(
+                {
+                    "category": group,
+                    "margin": margin,
+                    "verdict": "inconclusive",
+                    "why": f"no case of category {group!r} graded in both runs{hint}; "
+                    f"categories: {', '.join(categories)}",
+                }
+            )
+            continue
+        rulings.append(
+            {
+                "category": group,
+                "margin": margin,
+                "verdict": accuracy_verdict(compared, margin),
+                **{k: compared[k] for k in ("difference", "interval", "p_value", "pairs")},
+                **{k: compared[k] for k in ("lost", "gained")},
+            }
+        )
+    return rulings
+
+
+def accuracy_text(ruling: Mapping[str, Any]) -> str:
+    """``FAIL: -0.135 [-0.198, -0.084], 21 lost and 0 gained of 155 cases, McNemar p 9.5e-07``."""
+    verdict = "NO VERDICT" if ruling["verdict"] is None else str(ruling["verdict"]).upper()
+    if "why" in ruling:
+        return f"{verdict}: {ruling['why']}"
+    return f"{verdict}: {paired_text(ruling)}"
 
 
 def evaluate(
@@ -227,20 +350,35 @@ def evaluate(
     }
 
 
+def actual_text(actual: Any) -> str:
+    """What a missed threshold found, as people read it."""
+    if isinstance(actual, Mapping) and "verdict" in actual:
+        return accuracy_text(actual)
+    if isinstance(actual, Mapping):
+        low, high = ("unbounded" if b is None else b for b in actual["interval"])
+        return f"{actual['value']}, 95% interval [{low}, {high}] over {actual['n']}"
+    return repr(actual)
+
+
 def summary_lines(gate: Mapping[str, Any]) -> list[str]:
-    """The gate's verdict for the terminal: one line overall, one per family that missed."""
+    """The gate's verdict for the terminal: one line overall, one per threshold missed.
+
+    An accuracy comparison the gate ran says its verdict even when it passed: a PASS on
+    accuracy is a finding of its own (the drop is shown to be within the margin).
+    """
     lines = [f"gate ({gate['source']}): {'PASS' if gate['passed'] else 'FAIL'}"]
     for name, result in gate["families"].items():
         for missed in result["missed"]:
-            actual = missed["actual"]
-            if isinstance(actual, Mapping):
-                low, high = ("unbounded" if b is None else b for b in actual["interval"])
-                actual = f"{actual['value']}, 95% interval [{low}, {high}] over {actual['n']}"
-            else:
-                actual = repr(actual)
             lines.append(
-                f"  {name}: {missed['threshold']} {missed['limit']!r} missed (actual {actual})"
+                f"  {name}: {missed['threshold']} {missed['limit']!r} missed "
+                f"(actual {actual_text(missed['actual'])})"
             )
+        lines += [
+            f"  {name}: max_accuracy_drop {ruling['category']} {ruling['margin']!r} met "
+            f"({accuracy_text(ruling)})"
+            for ruling in result.get("accuracy", ())
+            if ruling["verdict"] == "pass"
+        ]
         if not result["gated"] and result["passed"]:
             lines.append(f"  {name}: not gated ({result['why']})")
     return lines
