@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from verifier import resources
 from verifier.checks.bad_requests import invalid_request_findings
+from verifier.checks.logprob_rules import logprob_findings
 from verifier.checks.shapes import number_bounds
 from verifier.checks.wire import (
-    logprob_findings,
     max_tokens_findings,
     off_pin,
     pin_findings,
@@ -256,14 +256,17 @@ def test_logprobs() -> None:
         {"token": "He", "logprob": -0.1, "top_logprobs": [{"token": "He", "logprob": -0.1}]},
         {"token": "llo", "logprob": 0.0, "top_logprobs": []},
     ]
-    assert logprob_findings(answer("Hello", logprobs=entries), 1) == []
-    assert codes(logprob_findings(answer("Hello!", logprobs=entries), 1)) == [
+    assert logprob_findings(answer("Hello", logprobs=entries), None, greedy=True) == []
+    assert codes(logprob_findings(answer("Hello!", logprobs=entries), 1, greedy=True)) == [
         "logprobs_inconsistent"
     ]
-    assert codes(
-        logprob_findings(answer("Hello", logprobs=[{**entries[0], "logprob": 0.5}, entries[1]]), 1)
-    ) == ["logprobs_inconsistent"]
-    assert codes(logprob_findings(answer("Hello", logprobs=None), 1)) == ["logprobs_missing"]
+    positive = [{**entries[0], "logprob": 0.5}, entries[1]]
+    assert codes(logprob_findings(answer("Hello", logprobs=positive), None, greedy=True)) == [
+        "logprob_positive"
+    ]
+    assert codes(logprob_findings(answer("Hello", logprobs=None), 1, greedy=True)) == [
+        "logprobs_missing"
+    ]
 
 
 def test_stop_and_max_tokens() -> None:
