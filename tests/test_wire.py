@@ -265,8 +265,13 @@ def test_logprobs() -> None:
         {"token": "llo", "logprob": 0.0, "top_logprobs": []},
     ]
     assert logprob_findings(answer("Hello", logprobs=entries), None, greedy=True) == []
-    assert codes(logprob_findings(answer("Hello!", logprobs=entries), 1, greedy=True)) == [
+    assert codes(logprob_findings(answer("Hello!", logprobs=entries), None, greedy=True)) == [
         "logprobs_inconsistent"
+    ]
+    # The rules still read entries that do not join to the content (vLLM lists its end token).
+    assert codes(logprob_findings(answer("Hello!", logprobs=entries), 1, greedy=True)) == [
+        "logprobs_inconsistent",
+        "top_logprobs_count_wrong",
     ]
     assert codes(logprob_findings(answer("Hello", logprobs=None), 1, greedy=True)) == [
         "logprobs_missing"

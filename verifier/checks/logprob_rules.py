@@ -4,7 +4,8 @@ The wire family's rules, each violation under its own code:
 
 - ``logprobs_missing``: asked for, none came;
 - ``logprobs_inconsistent``: the structure is broken: an entry without a token or a numeric
-  logprob, or tokens that do not join to the content;
+  logprob (then no other rule can read them), or tokens that do not join to the content (the
+  other rules still read them);
 - ``logprob_positive``: a value above 0, which no log-probability is;
 - ``top_logprobs_count_wrong``: a position with fewer or more alternatives than
   ``top_logprobs`` asked for (a vendor that cuts them to one, or lists none);
@@ -80,25 +81,19 @@ def _alternatives(entry: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [alt for alt in alternatives if isinstance(alt, Mapping)]
 
 
-def _structure(entries: Sequence[Any], content: str | None) -> list[str]:
-    """What is structurally broken in a choice's entries (empty when nothing is)."""
-    problems, tokens = [], []
+def _broken(entries: Sequence[Any]) -> list[str]:
+    """Entries no rule can read: without a token or a numeric logprob (empty when none are)."""
+    problems = []
     for position, entry in enumerate(entries):
         if not isinstance(entry, Mapping) or not isinstance(entry.get("token"), str):
             problems.append(f"entry {position} has no token")
-            continue
-        tokens.append(entry["token"])
-        if not _number(entry.get("logprob")):
+        elif not _number(entry.get("logprob")):
             problems.append(f"entry {position} has logprob {entry.get('logprob')!r}")
-        for alt in entry.get("top_logprobs") or []:
-            if not isinstance(alt, Mapping) or not _number(alt.get("logprob")):
-                problems.append(f"entry {position} has an alternative without a numeric logprob")
-                break
-    joined = "".join(tokens)
-    if joined != (content or ""):
-        problems.insert(
-            0, f"tokens join to {excerpt(joined, 60)!r}, the content is {excerpt(content, 60)!r}"
-        )
+        elif any(
+            not isinstance(alt, Mapping) or not _number(alt.get("logprob"))
+            for alt in entry.get("top_logprobs") or []
+        ):
+            problems.append(f"entry {position} has an alternative without a numeric logprob")
     return problems
 
 
@@ -144,12 +139,24 @@ def logprob_findings(
     if choice.logprobs is None:
         return [Finding("logprobs_missing", "logprobs were asked for, none came", attempt=attempt)]
     where = "$.choices[0].logprobs.content"
-    problems = _structure(choice.logprobs, choice.content)
+    problems = _broken(choice.logprobs)
     if problems:
         return [
             Finding("logprobs_inconsistent", "; ".join(problems[:NAMED]), where, attempt=attempt)
         ]
     entries: list[Mapping[str, Any]] = list(choice.logprobs)
+    findings = []
+    joined = "".join(str(entry["token"]) for entry in entries)
+    if joined != (choice.content or ""):
+        findings.append(
+            Finding(
+                "logprobs_inconsistent",
+                f"tokens join to {excerpt(joined, 60)!r}, "
+                f"the content is {excerpt(choice.content, 60)!r}",
+                where,
+                attempt=attempt,
+            )
+        )
     found: dict[str, list[int]] = {}
     reasons: dict[str, str] = {}
     for position, entry in enumerate(entries):
@@ -171,7 +178,7 @@ def logprob_findings(
             if reason is not None:
                 found.setdefault(code, []).append(position)
                 reasons.setdefault(code, f"position {position}: {reason}")
-    return [
+    return findings + [
         Finding(
             code,
             f"{len(positions)} of {len(entries)} positions ({_positions(positions)}); "
@@ -245,7 +252,6 @@ def stream_logprob_findings(non_stream: ChatResult, stream: ChatResult) -> list[
             "stream_logprobs_differ",
             f"the streamed logprobs differ from the non-stream ones at temperature 0: {message}",
             "$.choices[0].logprobs.content",
-            compare=False,
         )
     ]
 
