@@ -230,6 +230,42 @@ ROWS: tuple[Row, ...] = (
     # the sampled distribution is the clean vendor's; with --parity-method logprobs every prompt
     # is logprobs_unavailable, unsupported (tests/test_parity_e2e.py).
     _row("logprobs-unavailable", wire={"logprobs_missing"}),
+    # Parity asks for as many alternatives as its probe saw listed: one (cut), whose top-1 lists
+    # agree with the reference's, or none (zeroed), so it samples first tokens instead, and the
+    # sampled distribution is the clean vendor's.
+    _row("logprobs-alternatives-cut", wire={"top_logprobs_count_wrong"}),
+    _row("logprobs-zeroed", wire={"top_logprobs_count_wrong"}),
+    _row(
+        "top-logprobs-duplicated",
+        "parity sums a token listed twice into one: the likeliest alternative's mass doubled "
+        "is a distribution the reference does not give (distribution_shift)",
+        wire={"top_logprobs_duplicated"},
+        parity={"distribution_shift"},
+    ),
+    _row(
+        "logprobs-as-probabilities",
+        "the answer schemas, written from the OpenAI reference, bound every logprob at 0, so "
+        "the shape checks name the same values (response_shape, and chunk_shape in a stream); "
+        "parity reads probabilities as logprobs, a distribution far from the reference's",
+        wire={"logprob_positive", "response_shape", "chunk_shape"},
+        parity={"distribution_shift"},
+    ),
+    _row(
+        "chosen-entry-differs",
+        "parity reads the chosen token's mass from its entry among the alternatives, 0.5 "
+        "below the reference's (distribution_shift)",
+        wire={"chosen_logprob_differs"},
+        parity={"distribution_shift"},
+    ),
+    _row(
+        "top-logprobs-limit-cut",
+        "the generated bad request of top_logprobs far above the range (10**9) is accepted "
+        "too: invalid_request_accepted; the wire case one above the maximum sees the cut",
+        wire={"top_logprobs_limit_not_enforced", "invalid_request_accepted"},
+    ),
+    # Every streamed logprob 0.01 lower moves parity's first (streamed) answer by less than
+    # its tolerance of 0.01 total variation.
+    _row("stream-logprobs-differ", wire={"stream_logprobs_differ"}),
     _row("max-tokens-not-honoured", wire={"max_tokens_not_honoured"}),
     _row(
         "completion-tokens-inflated",
@@ -363,7 +399,13 @@ ROWS: tuple[Row, ...] = (
     # parity: the vendor against itself clean (check_row starts the reference).
     _row("weights-perturbed", parity={"distribution_shift"}),
     _row("kv-cache-divergence", parity={"kv_cache_divergence"}),
-    _row("logprobs-not-top-choice", parity={"logprobs_inconsistent_with_choice"}),
+    _row(
+        "logprobs-not-top-choice",
+        "the wire family's logprobs cases are greedy too: the chosen token below an "
+        "alternative is chosen_not_top there",
+        parity={"logprobs_inconsistent_with_choice"},
+        wire={"chosen_not_top"},
+    ),
     # Transport faults: retried and absorbed, never a vendor's conformance code.
     _fault("http-500-every-3rd"),
     # Each third request waits its Retry-After second: the wire family alone.

@@ -290,6 +290,10 @@ def test_wire(realserver_run: SuiteRun, name: str) -> None:
     outcomes = hand_written(every)
     failed = {case_id: o["code"] for case_id, o in outcomes.items() if o["status"] == "fail"}
     assert failed == WIRE_DEFECTS
+    # The logprob rules hold (README, "The logprob rules"): top_logprobs 21 is answered with 21
+    # alternatives, honoured rather than cut; the generated top_logprobs of 10**9 is the
+    # recorded invalid_request_accepted.
+    assert outcomes["logprobs-above-maximum"]["metrics"]["above_maximum"] == "honoured"
     # Kimi K2 Instruct's contract states no sampling limits, no pins and no generation
     # defaults: those checks do not apply, and say so (usage is checked against the Kimi
     # tokenizer). It lists the model's served ids, so served_model is checked.

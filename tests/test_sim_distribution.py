@@ -43,7 +43,7 @@ from verifier.simulator.distribution import (
 )
 from verifier.simulator.model import MODEL_ID, ToyPath, respond, tokenize
 from verifier.simulator.process import SimulatorProcess
-from verifier.simulator.validation import request_problem
+from verifier.simulator.validation import Policy, request_problem
 
 tokens = st.one_of(st.sampled_from(VOCABULARY), st.text(min_size=1, max_size=6))
 digests = st.text(alphabet="0123456789abcdef", min_size=64, max_size=64)
@@ -214,7 +214,7 @@ def test_swapping_puts_the_best_alternative_above_the_chosen_token(
 
 def answer(*defects: str, stream: bool = False, **extra: Any) -> Any:
     """The simulated vendor's answer, non-stream (the body) or streamed (the chunks)."""
-    asked = request(logprobs=True, top_logprobs=4, **extra)
+    asked = request(**{"logprobs": True, "top_logprobs": 4, **extra})
     active = parse_defects(defects)
     reply = respond(asked, active, 1)
     if not stream:
@@ -431,3 +431,37 @@ def test_only_a_one_token_answer_at_a_temperature_above_0_is_sampled() -> None:
     asked = request("Name a colour.", max_tokens=2, temperature=1.0, seed=3)
     reply = respond(asked, parse_defects([]), 5)
     assert one_token_sampled(asked, reply, 5, Perturbation()) == reply
+
+
+def test_the_defects_that_misreport_logprobs_change_only_what_they_name() -> None:
+    clean = answer()["choices"][0]["logprobs"]["content"]
+
+    def entries(defect: str) -> list[Any]:
+        return answer(defect)["choices"][0]["logprobs"]["content"]
+
+    assert [e["top_logprobs"] for e in entries("logprobs-alternatives-cut")] == [
+        e["top_logprobs"][:1] for e in clean
+    ]
+    assert all(e["logprob"] == 0.0 and e["top_logprobs"] == [] for e in entries("logprobs-zeroed"))
+    for e, c in zip(entries("top-logprobs-duplicated"), clean, strict=True):
+        assert e["top_logprobs"] == [*c["top_logprobs"][:-1], c["top_logprobs"][0]]
+    for e, c in zip(entries("logprobs-as-probabilities"), clean, strict=True):
+        assert e["logprob"] == round(math.exp(c["logprob"]), 6) > 0
+    for e, c in zip(entries("chosen-entry-differs"), clean, strict=True):
+        own = [a for a in e["top_logprobs"] if a["token"] == e["token"]]
+        assert e["logprob"] == c["logprob"] and own[0]["logprob"] == round(c["logprob"] - 0.5, 6)
+    streamed = streamed_entries(answer("stream-logprobs-differ", stream=True))
+    assert answer("stream-logprobs-differ")["choices"][0]["logprobs"]["content"] == clean
+    assert [e["token"] for e in streamed] == [e["token"] for e in clean]
+    assert all(
+        abs(s["logprob"] - (c["logprob"] - 0.01)) < 1e-9
+        for s, c in zip(streamed, clean, strict=True)
+    )
+
+
+def test_top_logprobs_limit_cut_accepts_21_and_lists_20() -> None:
+    assert request_problem(request(logprobs=True, top_logprobs=21)) is not None
+    cutting = Policy(cuts_top_logprobs=True)
+    assert request_problem(request(logprobs=True, top_logprobs=21), cutting) is None
+    listed = answer(top_logprobs=21)["choices"][0]["logprobs"]["content"]
+    assert {len(e["top_logprobs"]) for e in listed} == {MAX_TOP_LOGPROBS}

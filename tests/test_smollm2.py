@@ -328,6 +328,9 @@ class TestLlamaServer:
         assert_recorded(wire, "smollm2-llama")
         wire = hand_written(wire)
         assert failed_in(wire) == WIRE_DEFECTS | {"stream-unicode": "role_missing"}
+        # The logprob rules hold (README, "The logprob rules"); top_logprobs 21 is answered
+        # with 21 alternatives: honoured, not cut.
+        assert wire["logprobs-above-maximum"]["metrics"]["above_maximum"] == "honoured"
         unsupported = {c for c, o in wire.items() if o["status"] == "unsupported"}
         assert unsupported == {
             c.id
@@ -434,6 +437,9 @@ class TestVllm:
         - invalid-wrong-role and invalid-tool-result-without-call are answered 200.
         - logprobs (plain, top-3, stream): the last entry is ``<|im_end|>``, the end-of-turn
           token, which the content leaves out: the tokens join to the content plus that token.
+          The other logprob rules hold there, and in logprobs-top-20 and parity-logprobs, whose
+          answers are cut by max_tokens before that token; top_logprobs 21 is refused with a
+          400 (logprobs-above-maximum passes).
         - n > 1 is refused with a 400 under greedy sampling ("n must be 1 when using greedy
           sampling"): an honest unsupported, as are the checks of a model's contract (sampling
           limits and pins, served model ids): SmolLM2's profile states none.
@@ -448,6 +454,10 @@ class TestVllm:
             "logprobs-top-3": "logprobs_inconsistent",
             "logprobs-stream": "logprobs_inconsistent",
         }
+        assert {
+            f["code"] for c in ("logprobs-plain", "logprobs-top-3") for f in wire[c]["findings"]
+        } == {"logprobs_inconsistent"}
+        assert wire["logprobs-above-maximum"]["metrics"]["above_maximum"] == "refused"
         unsupported = {c for c, o in wire.items() if o["status"] == "unsupported"}
         assert unsupported == {
             "n-2",

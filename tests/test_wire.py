@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 from typing import Any
@@ -12,9 +13,16 @@ from hypothesis import strategies as st
 
 from verifier import resources
 from verifier.checks.bad_requests import invalid_request_findings
+from verifier.checks.logprob_rules import (
+    MAX_TOP_LOGPROBS,
+    STREAM_TOLERANCE,
+    content_entries,
+    limit_findings,
+    logprob_findings,
+    stream_logprob_findings,
+)
 from verifier.checks.shapes import number_bounds
 from verifier.checks.wire import (
-    logprob_findings,
     max_tokens_findings,
     off_pin,
     pin_findings,
@@ -256,14 +264,202 @@ def test_logprobs() -> None:
         {"token": "He", "logprob": -0.1, "top_logprobs": [{"token": "He", "logprob": -0.1}]},
         {"token": "llo", "logprob": 0.0, "top_logprobs": []},
     ]
-    assert logprob_findings(answer("Hello", logprobs=entries), 1) == []
-    assert codes(logprob_findings(answer("Hello!", logprobs=entries), 1)) == [
+    assert logprob_findings(answer("Hello", logprobs=entries), None, greedy=True) == []
+    assert codes(logprob_findings(answer("Hello!", logprobs=entries), None, greedy=True)) == [
         "logprobs_inconsistent"
     ]
-    assert codes(
-        logprob_findings(answer("Hello", logprobs=[{**entries[0], "logprob": 0.5}, entries[1]]), 1)
-    ) == ["logprobs_inconsistent"]
-    assert codes(logprob_findings(answer("Hello", logprobs=None), 1)) == ["logprobs_missing"]
+    # The rules still read entries that do not join to the content (vLLM lists its end token).
+    assert codes(logprob_findings(answer("Hello!", logprobs=entries), 1, greedy=True)) == [
+        "logprobs_inconsistent",
+        "top_logprobs_count_wrong",
+    ]
+    assert codes(logprob_findings(answer("Hello", logprobs=None), 1, greedy=True)) == [
+        "logprobs_missing"
+    ]
+    broken = [{**entries[0], "logprob": "-0.1"}, entries[1]]
+    assert codes(logprob_findings(answer("Hello", logprobs=broken), None, greedy=True)) == [
+        "logprobs_inconsistent"
+    ]
+
+
+# -- the logprob rules, on answers made from a distribution --------------------------------
+
+WORDS = [f" w{i}" for i in range(30)]
+
+
+@st.composite
+def distributions(draw: st.DrawFn) -> tuple[list[dict[str, Any]], int]:
+    """Greedy entries with `top` distinct alternatives each, the chosen token the likeliest."""
+    top = draw(st.integers(min_value=1, max_value=20))
+    length = draw(st.integers(min_value=1, max_value=6))
+    entries = []
+    for _ in range(length):
+        tokens = draw(st.lists(st.sampled_from(WORDS), min_size=top, max_size=top, unique=True))
+        values = sorted(draw(st.lists(st.floats(-30, 0), min_size=top, max_size=top)), reverse=True)
+        alternatives = [
+            {"token": t, "logprob": v, "bytes": list(t.encode())}
+            for t, v in zip(tokens, values, strict=True)
+        ]
+        entries.append({**alternatives[0], "top_logprobs": alternatives})
+    return entries, top
+
+
+def graded(entries: list[dict[str, Any]], top: int | None, greedy: bool = True) -> set[str]:
+    content = "".join(e["token"] for e in entries)
+    return set(codes(logprob_findings(answer(content, logprobs=entries), top, greedy=greedy)))
+
+
+def edited(entries: list[dict[str, Any]], position: int, **changes: Any) -> list[dict[str, Any]]:
+    return [{**e, **changes} if i == position else e for i, e in enumerate(entries)]
+
+
+@given(distributions(), st.data())
+def test_each_violation_of_the_logprob_rules_gets_its_own_code(
+    made: tuple[list[dict[str, Any]], int], data: st.DataObject
+) -> None:
+    entries, top = made
+    assert graded(entries, top) == set()
+    at = data.draw(st.integers(0, len(entries) - 1))
+    alternatives = entries[at]["top_logprobs"]
+    assert graded(edited(entries, at, top_logprobs=alternatives[:-1]), top) == {
+        "top_logprobs_count_wrong"
+    }
+    assert graded(entries, top + 1) == {"top_logprobs_count_wrong"}
+    # llama-server under speculative decoding: 0.0 and no alternatives for accepted drafts.
+    assert graded(edited(entries, at, logprob=0.0, top_logprobs=[]), top) == {
+        "top_logprobs_count_wrong"
+    }
+    raised = [{**alt, "logprob": alt["logprob"] + 31} for alt in alternatives]
+    assert graded(edited(entries, at, logprob=raised[0]["logprob"], top_logprobs=raised), top) == {
+        "logprob_positive"
+    }
+    own = [{**alternatives[0], "logprob": alternatives[0]["logprob"] - 0.5}, *alternatives[1:]]
+    assert graded(edited(entries, at, top_logprobs=own), top) == {"chosen_logprob_differs"}
+    if top >= 2:
+        twice = [*alternatives[:-1], dict(alternatives[0])]
+        assert graded(edited(entries, at, top_logprobs=twice), top) == {"top_logprobs_duplicated"}
+        best = alternatives[1]["logprob"]
+        if best > alternatives[0]["logprob"] - 1:
+            below = best - 1
+            swapped = [{**alternatives[0], "logprob": below}, *alternatives[1:]]
+            changed = edited(entries, at, logprob=below, top_logprobs=swapped)
+            assert graded(changed, top) == {"chosen_not_top"}
+            # Sampled at a temperature above 0, a less likely token may be chosen.
+            assert graded(changed, top, greedy=False) == set()
+        absent = edited(
+            entries, at, top_logprobs=[*alternatives[1:], {"token": " zz", "logprob": -40.0}]
+        )
+        assert graded(absent, top) == {"chosen_not_top"}
+
+
+def test_tokens_are_told_apart_by_id_then_bytes_then_text() -> None:
+    # llama-server: the chosen entry of a character's last byte carries the bytes of the tokens
+    # before it; its own entry among the alternatives has the same id and one byte.
+    emoji = {
+        "id": 229,
+        "token": " 👋",
+        "bytes": [32, 240, 159, 145, 139],
+        "logprob": -0.37,
+        "top_logprobs": [
+            {"id": 229, "token": "\ufffd", "bytes": [139], "logprob": -0.37},
+            {"id": 231, "token": "\ufffd", "bytes": [141], "logprob": -2.5},
+        ],
+    }
+    assert graded([emoji], 2) == set()
+    # Two ids that render as the same text are two tokens (llama.cpp, the tiny Kimi model).
+    end = {
+        "id": 163586,
+        "token": "",
+        "bytes": [],
+        "logprob": 0.0,
+        "top_logprobs": [
+            {"id": 163586, "token": "", "bytes": [], "logprob": 0.0},
+            {"id": 163597, "token": "", "bytes": [], "logprob": -88.8},
+            {"id": 163595, "token": "", "bytes": [], "logprob": -3.4e38},
+        ],
+    }
+    assert graded([end], 3) == set()
+    # vLLM names a token that ends inside a UTF-8 character "" with no bytes: unidentifiable,
+    # never a duplicate, and the chosen one may be any of them.
+    partial = {
+        "token": "",
+        "bytes": [],
+        "logprob": -0.17,
+        "top_logprobs": [
+            {"token": "", "bytes": [], "logprob": -0.17},
+            {"token": "", "bytes": [], "logprob": -2.66},
+        ],
+    }
+    assert graded([partial], 2) == set()
+    same_text = {
+        "token": "a",
+        "logprob": -0.1,
+        "top_logprobs": [{"token": "a", "logprob": -0.1}] * 2,
+    }
+    assert graded([same_text], 2) == {"top_logprobs_duplicated"}
+
+
+def test_the_token_that_stopped_an_answer_is_not_a_content_token() -> None:
+    hi = {"token": "Hi", "logprob": -0.1, "bytes": [72, 105]}
+    llama_end = {"token": "", "logprob": -1.6, "bytes": []}
+    vllm_end = {"token": "<|im_end|>", "logprob": -0.3}
+    assert content_entries([hi, llama_end], "Hi", "stop") == [hi]
+    assert content_entries([hi, vllm_end], "Hi", "stop") == [hi]
+    assert content_entries([hi], "Hi", "stop") == [hi]
+    assert content_entries([hi, llama_end], "Hi", "length") == [hi, llama_end]
+
+
+def pair(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> list[str]:
+    content = "".join(e["token"] for e in first)
+    return codes(
+        stream_logprob_findings(
+            answer(content, logprobs=first),
+            dataclasses.replace(answer(content, logprobs=second), stream=True),
+        )
+    )
+
+
+@given(distributions(), st.floats(0, STREAM_TOLERANCE / 2))
+def test_stream_logprobs_equal_within_the_tolerance(
+    made: tuple[list[dict[str, Any]], int], noise: float
+) -> None:
+    entries, _ = made
+    near = [
+        {
+            **e,
+            "logprob": e["logprob"] - noise,
+            "top_logprobs": [{**a, "logprob": a["logprob"] - noise} for a in e["top_logprobs"]],
+        }
+        for e in entries
+    ]
+    assert pair(entries, near) == []
+    far = [{**near[0], "logprob": entries[0]["logprob"] - 2 * STREAM_TOLERANCE}, *near[1:]]
+    assert pair(entries, far) == ["stream_logprobs_differ"]
+    # llama-server lists the token that stopped the answer in a non-stream answer only.
+    assert pair([*entries, {"token": "", "bytes": [], "logprob": -1.0}], entries) == []
+    assert pair(entries, entries[:-1]) == ["stream_logprobs_differ"]
+
+
+def test_an_alternative_far_apart_between_the_modes_differs() -> None:
+    chosen = {"token": "a", "logprob": -0.1}
+    first = [{**chosen, "top_logprobs": [chosen, {"token": "b", "logprob": -2.0}]}]
+    second = [{**chosen, "top_logprobs": [chosen, {"token": "b", "logprob": -2.5}]}]
+    assert pair(first, second) == ["stream_logprobs_differ"]
+    renamed = [{**chosen, "token": "c", "top_logprobs": []}]
+    assert pair([{**chosen, "top_logprobs": []}], renamed) == ["stream_logprobs_differ"]
+
+
+def test_top_logprobs_above_the_maximum_is_refused_or_honoured_never_cut() -> None:
+    asked = MAX_TOP_LOGPROBS + 1
+    refused = body({"error": {"message": "at most 20", "type": "invalid_request_error"}}, 400)
+    assert limit_findings(refused, asked) == []
+    alternatives = [{"token": f"t{i}", "logprob": -1.0 - i} for i in range(asked)]
+    entry = {**alternatives[0], "top_logprobs": alternatives}
+    assert limit_findings(answer("t0", logprobs=[entry]), asked) == []
+    cut = {**entry, "top_logprobs": alternatives[:MAX_TOP_LOGPROBS]}
+    assert codes(limit_findings(answer("t0", logprobs=[cut]), asked)) == [
+        "top_logprobs_limit_not_enforced"
+    ]
 
 
 def test_stop_and_max_tokens() -> None:

@@ -12,7 +12,11 @@ each case's metrics); this family's own cases fail on them. Codes:
   ``usage_missing``, ``usage_not_final_chunk``, ``usage_unrequested``,
   ``chunk_not_json``, ``event_unterminated``, ``stream_content_differs``;
 - parameters: ``max_tokens_not_honoured``, ``stop_not_honoured``, ``n_ignored``,
-  ``seed_not_reproducible``, ``logprobs_missing``, ``logprobs_inconsistent``;
+  ``seed_not_reproducible``;
+- logprobs (:mod:`.logprob_rules`, on every answer to a request that asks for them):
+  ``logprobs_missing``, ``logprobs_inconsistent``, ``logprob_positive``,
+  ``top_logprobs_count_wrong``, ``top_logprobs_duplicated``, ``chosen_not_top``,
+  ``chosen_logprob_differs``, ``stream_logprobs_differ``, ``top_logprobs_limit_not_enforced``;
 - errors: ``invalid_request_accepted`` (2xx), ``invalid_request_5xx``,
   ``invalid_request_hang``, ``error_shape``; the requests ``--negative`` generates from the
   request schema are graded in :mod:`verifier.checks.bad_requests` (``error_param_wrong``,
@@ -69,6 +73,7 @@ from .defaults import (
     undecided_reason,
 )
 from .evidence import evidence_findings
+from .logprob_rules import limit_findings, logprob_findings, stream_logprob_findings
 from .registry import QUICK, family
 from .shapes import shape_findings
 
@@ -199,48 +204,6 @@ def _text_tokens(choice: Choice, tokenizer: Tokenizer) -> int:
     """The answer's reasoning and content, counted with the profile's tokenizer."""
     text = (choice.reasoning or "") + (choice.content or "")
     return len(tokenizer.encode_ordinary(text)) if text else 0
-
-
-def logprob_findings(
-    result: ChatResult, top: int | None, attempt: str | None = None
-) -> list[Finding]:
-    """Token logprobs join to the content, are <= 0, with at most `top` alternatives (pure)."""
-    choice = result.choice
-    if choice is None:
-        return []
-    if choice.logprobs is None:
-        return [Finding("logprobs_missing", "logprobs were asked for, none came", attempt=attempt)]
-    tokens, problems = [], []
-    for position, entry in enumerate(choice.logprobs):
-        if not isinstance(entry, dict) or not isinstance(entry.get("token"), str):
-            problems.append(f"entry {position} has no token")
-            continue
-        tokens.append(entry["token"])
-        logprob = entry.get("logprob")
-        if not isinstance(logprob, int | float) or logprob > 0:
-            problems.append(f"entry {position} has logprob {logprob!r}")
-        alternatives = entry.get("top_logprobs") or []
-        if top is not None and len(alternatives) > top:
-            problems.append(
-                f"entry {position} has {len(alternatives)} top_logprobs, more than {top}"
-            )
-    joined = "".join(tokens)
-    if joined != (choice.content or ""):
-        problems.insert(
-            0,
-            f"tokens join to {excerpt(joined, 60)!r}, "
-            f"the content is {excerpt(choice.content, 60)!r}",
-        )
-    if problems:
-        return [
-            Finding(
-                "logprobs_inconsistent",
-                "; ".join(problems[:3]),
-                "$.choices[0].logprobs",
-                attempt=attempt,
-            )
-        ]
-    return []
 
 
 def stop_findings(
@@ -387,8 +350,11 @@ def _answer_findings(
         findings += max_tokens_findings(result, int(limit), tokenizer, attempt)
     elif check == "n":
         findings += n_findings(result, request["n"], attempt)
-    elif check == "logprobs":
-        findings += logprob_findings(result, request.get("top_logprobs"), attempt)
+    if request.get("logprobs"):
+        greedy = request.get("temperature") == 0
+        findings += logprob_findings(
+            result, request.get("top_logprobs"), greedy=greedy, attempt=attempt
+        )
     return findings
 
 
@@ -408,7 +374,9 @@ def n_findings(result: ChatResult, n: int, attempt: str | None = None) -> list[F
     ]
 
 
-def _pair_findings(check: str, results: Sequence[ChatResult], ctx: RunContext) -> list[Finding]:
+def _pair_findings(
+    check: str, request: Mapping[str, Any], results: Sequence[ChatResult], ctx: RunContext
+) -> list[Finding]:
     """Two answers that must agree: stream and non-stream (parity), two with one seed."""
     a, b = (r.choice for r in results)
     if not a or not b:
@@ -424,6 +392,8 @@ def _pair_findings(check: str, results: Sequence[ChatResult], ctx: RunContext) -
                 compare=True,
             )
         ]
+    if check == "parity" and request.get("logprobs"):
+        return stream_logprob_findings(results[0], results[1])
     if check == "seed" and a.content != b.content:
         if ctx.profile is not None and ctx.profile.policies.seed_supported is False:
             raise _Unsupported(
@@ -456,8 +426,34 @@ def _run_answered(case: Case, ctx: RunContext) -> Graded:
         raise _Rejected(refused)
     findings = [f for r in results for f in _answer_findings(check, request, r, ctx)]
     if check in ("parity", "seed") and not findings:
-        findings = _pair_findings(check, results, ctx)
+        findings = _pair_findings(check, request, results, ctx)
     return findings, {"requests": len(results)}
+
+
+def _run_top_logprobs_limit(case: Case, ctx: RunContext) -> Graded:
+    """``top_logprobs`` above the API's maximum: a 4xx, or every alternative asked for."""
+    request = _request(case, ctx)
+    try:
+        result = yield Chat(request, "above-maximum", keep_persistent_5xx=True)
+    except EndpointTimeout as exc:
+        return [hang_finding(exc, "top_logprobs above the maximum", "invalid_request")], {
+            "requests": 1
+        }
+    if not result.ok:
+        metrics = {"requests": 1, "above_maximum": "refused"}
+        return invalid_request_findings(
+            result, result.label, "top_logprobs above the maximum"
+        ), metrics
+    broken = evidence_findings(result, result.label)
+    if broken:
+        return broken, {"requests": 1}
+    asked = int(request["top_logprobs"])
+    if result.choice is not None and result.choice.logprobs is None:
+        # Accepted without logprobs: nothing shows whether the alternatives were cut.
+        return logprob_findings(result, asked, greedy=False, attempt=result.label), {"requests": 1}
+    cut = limit_findings(result, asked)
+    metrics = {"requests": 1, "above_maximum": "cut" if cut else "honoured"}
+    return shape_findings(result, result.label) + cut, metrics
 
 
 def _outside(limit: Mapping[str, float]) -> list[float]:
@@ -651,6 +647,7 @@ RUNS: dict[str, Callable[[Case, RunContext], Graded]] = {
     "sampling_pins": _run_sampling_pins,
     "served_model": _run_served_model,
     "generation_defaults": _run_generation_defaults,
+    "top_logprobs_limit": _run_top_logprobs_limit,
 }
 
 

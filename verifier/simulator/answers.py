@@ -11,14 +11,19 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import time
 from typing import Any
 
 from .defects import (
+    CHOSEN_ENTRY_DIFFERS,
     FINISH_REASON_RAW_TOKEN,
+    LOGPROBS_ALTERNATIVES_CUT,
+    LOGPROBS_AS_PROBABILITIES,
     LOGPROBS_INCONSISTENT,
     LOGPROBS_NOT_TOP_CHOICE,
     LOGPROBS_UNAVAILABLE,
+    LOGPROBS_ZEROED,
     N_IGNORED,
     REASONING_TOKENS_MISCOUNTED,
     SERVED_MODEL_SUBSTITUTED,
@@ -27,6 +32,7 @@ from .defects import (
     STREAM_DROPS_TOOL_CALLS_AFTER_THINKING,
     STREAM_EMPTY_DELTA,
     STREAM_FINISH_REASON_MISSING,
+    STREAM_LOGPROBS_DIFFER,
     STREAM_NO_DONE,
     STREAM_NO_ROLE,
     STREAM_NO_USAGE,
@@ -36,10 +42,12 @@ from .defects import (
     SUBSTITUTE_MODEL,
     TOOL_CALL_TYPE_WRONG,
     TOOL_NAME_REPEATED_IN_STREAM,
+    TOP_LOGPROBS_DUPLICATED,
     USAGE_TOTAL_WRONG,
     Defects,
 )
 from .distribution import (
+    DECIMALS,
     Perturbation,
     best_swapped,
     distribution,
@@ -55,6 +63,10 @@ FINGERPRINT = "fp_simulated"
 ARGUMENT_PIECE = 8
 # What a vendor that leaks the model's stop token into finish_reason sends.
 RAW_FINISH = "stop_163586"
+# How far below its entry's logprob chosen-entry-differs lists the chosen token.
+ENTRY_SHIFT = 0.5
+# How far below the non-stream answer's stream-logprobs-differ streams every logprob.
+STREAM_SHIFT = 0.01
 
 
 def usage_of(
@@ -105,8 +117,45 @@ def _entries(
         logits = distribution(digest, position, token, perturbation)
         if defects.has(LOGPROBS_NOT_TOP_CHOICE):
             logits = best_swapped(logits)
-        found.append(entry(logits, top))
+        found.append(_misreported(entry(logits, top), defects))
     return found
+
+
+def _shifted(item: dict[str, Any], by: float) -> dict[str, Any]:
+    """`item` with its logprob and every alternative's moved `by`."""
+    alternatives = [
+        {**alt, "logprob": round(alt["logprob"] + by, DECIMALS)} for alt in item["top_logprobs"]
+    ]
+    return {**item, "logprob": round(item["logprob"] + by, DECIMALS), "top_logprobs": alternatives}
+
+
+def _misreported(item: dict[str, Any], defects: Defects) -> dict[str, Any]:
+    """One position's entry as the defects that misreport logprobs give it."""
+    alternatives = list(item["top_logprobs"])
+    if defects.has(LOGPROBS_ALTERNATIVES_CUT):
+        alternatives = alternatives[:1]
+    if defects.has(TOP_LOGPROBS_DUPLICATED) and len(alternatives) > 1:
+        alternatives[-1] = dict(alternatives[0])
+    if defects.has(CHOSEN_ENTRY_DIFFERS):
+        alternatives = [
+            {**alt, "logprob": round(alt["logprob"] - ENTRY_SHIFT, DECIMALS)}
+            if alt["token"] == item["token"]
+            else alt
+            for alt in alternatives
+        ]
+    item = {**item, "top_logprobs": alternatives}
+    if defects.has(LOGPROBS_AS_PROBABILITIES):
+        alternatives = [
+            {**alt, "logprob": round(math.exp(alt["logprob"]), DECIMALS)} for alt in alternatives
+        ]
+        item = {
+            **item,
+            "logprob": round(math.exp(item["logprob"]), DECIMALS),
+            "top_logprobs": alternatives,
+        }
+    if defects.has(LOGPROBS_ZEROED):
+        item = {**item, "logprob": 0.0, "top_logprobs": []}
+    return item
 
 
 def logprobs_of(
@@ -237,8 +286,11 @@ def _chunk_logprobs(
     if logprobs is None:
         # A vendor without logprobs still names the field in every content chunk, as null.
         return [{"logprobs": None}] * count
+    content = logprobs["content"]
+    if defects.has(STREAM_LOGPROBS_DIFFER):
+        content = [_shifted(item, -STREAM_SHIFT) for item in content]
     pieces = [
-        {"logprobs": {"content": logprobs["content"][position : position + 1]}}
+        {"logprobs": {"content": content[position : position + 1]}}
         for position in range(len(reply.tokens))
     ]
     if spaced:

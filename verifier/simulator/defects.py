@@ -367,6 +367,43 @@ LOGPROBS_UNAVAILABLE = _define(
     "wire",
     "ignores logprobs and top_logprobs: every choice has logprobs null",
 )
+LOGPROBS_ALTERNATIVES_CUT = _define(
+    "logprobs-alternatives-cut",
+    "wire",
+    "lists one alternative per token, however many top_logprobs asks for",
+)
+LOGPROBS_ZEROED = _define(
+    "logprobs-zeroed",
+    "wire",
+    "reports every token's logprob as 0.0 with no alternatives (the text is right), as "
+    "llama-server does for the draft tokens speculative decoding accepts",
+)
+TOP_LOGPROBS_DUPLICATED = _define(
+    "top-logprobs-duplicated",
+    "wire",
+    "lists the likeliest alternative twice, in place of the least likely one",
+)
+LOGPROBS_AS_PROBABILITIES = _define(
+    "logprobs-as-probabilities",
+    "wire",
+    "reports probabilities (between 0 and 1) where log-probabilities are due",
+)
+CHOSEN_ENTRY_DIFFERS = _define(
+    "chosen-entry-differs",
+    "wire",
+    "lists the chosen token among the alternatives with a logprob 0.5 below the one its "
+    "entry reports, as if the two came from different distributions",
+)
+TOP_LOGPROBS_LIMIT_CUT = _define(
+    "top-logprobs-limit-cut",
+    "wire",
+    "accepts top_logprobs above the API's maximum of 20 and silently lists 20 alternatives",
+)
+STREAM_LOGPROBS_DIFFER = _define(
+    "stream-logprobs-differ",
+    "wire",
+    "streams every logprob 0.01 below the non-stream answer's (the same tokens)",
+)
 
 # reasoning (a profile with a thinking dialect: its switch, tags, effort and history rule)
 THINKING_IGNORED = _define(

@@ -30,6 +30,7 @@ from .defects import (
     SAMPLING_PINS_IGNORED,
     SAMPLING_PINS_REFUSED,
     THINKING_SWITCH_REJECTED,
+    TOP_LOGPROBS_LIMIT_CUT,
     Defects,
 )
 from .distribution import MAX_TOP_LOGPROBS
@@ -60,6 +61,7 @@ class Policy:
         refuses_thinking_switch: a request carrying the dialect's thinking switch is refused
             (a defect).
         refuses_effort: a request setting the dialect's effort field is refused (a defect).
+        cuts_top_logprobs: top_logprobs above the maximum is taken as the maximum (a defect).
     """
 
     sampling: Mapping[str, Any] = dataclasses.field(default_factory=dict)
@@ -74,6 +76,7 @@ class Policy:
     refuses_non_ascii_properties: bool = False
     refuses_thinking_switch: bool = False
     refuses_effort: bool = False
+    cuts_top_logprobs: bool = False
 
     @classmethod
     def of(cls, profile: Profile | None, defects: Defects, *, vision: bool, model: str) -> Policy:
@@ -98,6 +101,7 @@ class Policy:
             refuses_non_ascii_properties=defects.has(NON_ASCII_PROPERTIES_REJECTED),
             refuses_thinking_switch=defects.has(THINKING_SWITCH_REJECTED),
             refuses_effort=defects.has(EFFORT_REJECTED),
+            cuts_top_logprobs=defects.has(TOP_LOGPROBS_LIMIT_CUT),
         )
 
 
@@ -393,6 +397,10 @@ def request_problem(request: Any, policy: Policy | None = None) -> Rejection | N
     policy = policy or Policy()
     if not isinstance(request, dict):
         return Rejection(400, "the request body must be a JSON object")
+    top = request.get("top_logprobs")
+    if policy.cuts_top_logprobs and isinstance(top, int) and top > MAX_TOP_LOGPROBS:
+        # Judged as if the maximum had been asked for; the answer lists at most that many.
+        request = {**request, "top_logprobs": MAX_TOP_LOGPROBS}
     if request.get("model") != policy.model:
         return Rejection(
             404, f"The model {request.get('model')!r} does not exist", "model_not_found", "model"
