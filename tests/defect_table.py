@@ -158,10 +158,11 @@ ROWS: tuple[Row, ...] = (
     _row(
         "invalid-request-200",
         "the vendor answers every request it cannot parse with a 200: a malformed "
-        "response_format and an undecodable image are such requests too",
+        "response_format and an undecodable image are such requests too, and so is "
+        "top_logprobs above the maximum, answered without the logprobs it asked for",
         structured_output={"malformed_format_accepted"},
         vision={"invalid_image_accepted"},
-        wire={"invalid_request_accepted"},
+        wire={"invalid_request_accepted", "logprobs_missing"},
     ),
     Row(
         "invalid-request-poisons",
@@ -323,9 +324,13 @@ ROWS: tuple[Row, ...] = (
         "tokenizer-old-vocab",
         "an old vocabulary encodes text to other ids (token_ids_mismatch) and cannot decode "
         "the release's newest ids (detokenize_mismatch); chat prompts then count differently, "
-        "and no rendering cause explains the counts (prompt_tokens_mismatch)",
+        "and no rendering cause explains the counts (prompt_tokens_mismatch); its answers "
+        "are billed in the old vocabulary's tokens, more than the release's tokenizer counts "
+        "in what they delivered (undelivered_tokens)",
         chat_template={"prompt_tokens_mismatch"},
         tokenizer={"token_ids_mismatch", "detokenize_mismatch"},
+        tool_calling={"undelivered_tokens"},
+        wire={"undelivered_tokens"},
     ),
     _row("tokenize-endpoint-disagrees", tokenizer={"tokenize_endpoint_disagrees"}),
     # vision

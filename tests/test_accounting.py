@@ -268,3 +268,21 @@ def test_a_grammar_may_bill_the_pieces_of_what_it_delivers(kimi: Profile) -> Non
     assert [f.code for f in account(kimi, ASKED, _answer("{}", billed=3))[1]] == [
         "undelivered_tokens"
     ]
+
+
+def test_a_cut_answer_and_unparsed_reasoning_are_rendered_as_generated() -> None:
+    from verifier.reference.output import model_output
+    from verifier.reference.profiles import load_profile
+
+    profile = load_profile("kimi-k2-thinking")
+    request = {"messages": [{"role": "user", "content": "Hi"}]}
+    said = {"role": "assistant", "content": "<think>The user greets me</think>Hello!"}
+    unparsed = model_output(profile, request, said)
+    assert unparsed is not None
+    assert unparsed.text == "<think>The user greets me</think>Hello!<|im_end|>"
+    thought = {"role": "assistant", "content": "", "reasoning_content": "The user greets"}
+    whole = model_output(profile, request, thought)
+    assert whole is not None
+    cut = whole.cut(["The user greets", ""])
+    assert cut is not None and cut.text == "<think>The user greets"
+    assert whole.cut(["not in it"]) is None

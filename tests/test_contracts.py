@@ -5,6 +5,7 @@ it and fail one that does not, with exactly their codes."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -256,11 +257,30 @@ def stand_in(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     The wire checks a contract drives compare answers with the contract (model ids, sampling
     pins, the reasoning dialect); the template and tokenizer only count usage, the same way on
-    both sides. Only Kimi's files are at hand offline, so every contract borrows them.
+    both sides. Only Kimi's files are at hand offline, so every contract borrows them, and
+    Kimi's tokenizer names the special tokens of every contract's reasoning tags as the
+    model's own tokenizer does (gpt-oss's ``<|channel|>``): a tag costs its model a token or
+    two of ``max_tokens``, never the dozen its text would cost.
     """
     folder = tmp_path_factory.mktemp("stand-in")
     for name in (*KIMI_FILES, "tokenizer_spec.json"):
         shutil.copy(KIMI_DIR / name, folder / name)
+    config = json.loads((folder / "tokenizer_config.json").read_text())
+    added = config["added_tokens_decoder"]
+    named = {entry["content"] for entry in added.values()}
+    spec = json.loads((folder / "tokenizer_spec.json").read_text())
+    free = (
+        str(i)
+        for i in range(spec["num_base_tokens"], spec["num_base_tokens"] + 256)
+        if str(i) not in added
+    )
+    for name in CONTRACTS:
+        tags = (contract(name).get("reasoning") or {}).get("tags") or {}
+        for piece in re.findall(r"<\|[a-z_]+\|>", "".join(tags.values())):
+            if piece not in named:
+                named.add(piece)
+                added[next(free)] = {"content": piece, "special": True}
+    (folder / "tokenizer_config.json").write_text(json.dumps(config))
     return folder
 
 

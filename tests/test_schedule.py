@@ -55,8 +55,12 @@ def test_cost_estimates_match_what_a_clean_run_sends_and_order_the_start(
         family = FAMILIES[case.family]
         estimate = family.cost(case) if family.cost else 1.0
         cost[key] = estimate * family.default_repeats
-        # A pathological request may be refused or answered: its estimate is the dearer.
-        if outcomes[key]["status"] != "pass" or case.data.get("expect") == "bounded":
+        # A pathological request, or top_logprobs above the maximum, may be refused or
+        # answered: its estimate is the dearer.
+        either = (
+            case.data.get("expect") == "bounded" or case.data.get("check") == "top_logprobs_limit"
+        )
+        if outcomes[key]["status"] != "pass" or either:
             continue
         # What the estimate says beyond the requests themselves: large images.
         images = PER_MEGAPIXEL * megapixels(case) if case.family == "vision" else 0.0

@@ -11,7 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from verifier import resources
+from verifier import Outcome, RunContext, Status, resources
+from verifier.cases.corpus import load_corpus
+from verifier.checks import FAMILIES
 from verifier.checks.bad_requests import invalid_request_findings
 from verifier.checks.logprob_rules import (
     MAX_TOP_LOGPROBS,
@@ -33,6 +35,7 @@ from verifier.checks.wire import (
     usage_findings,
 )
 from verifier.protocol.answers import ChatResult, Choice, parse_completion
+from verifier.protocol.requests import Chat, Request, drive
 from verifier.protocol.stream import accumulate
 
 GOOD = {
@@ -460,6 +463,42 @@ def test_top_logprobs_above_the_maximum_is_refused_or_honoured_never_cut() -> No
     assert codes(limit_findings(answer("t0", logprobs=[cut]), asked)) == [
         "top_logprobs_limit_not_enforced"
     ]
+
+
+def graded_logprob_case(case_id: str, non_stream: ChatResult, streamed: ChatResult) -> Outcome:
+    """The wire corpus's case `case_id` graded from two recorded answers."""
+    case = next(c for c in load_corpus(["wire"]).cases if c.id == case_id)
+
+    def send(request: Request) -> ChatResult:
+        assert isinstance(request, Chat)
+        return streamed if request.stream else non_stream
+
+    return drive(FAMILIES["wire"].run(case, RunContext(model="m", seed=1)), send)
+
+
+def test_logprobs_spent_on_reasoning_are_no_evidence_and_missing_ones_still_fail() -> None:
+    reasoning = "The user asked a question; a short"
+    thought = ChatResult(
+        stream=False,
+        status=200,
+        choices=[Choice(0, "assistant", None, reasoning, [], "length", [])],
+    )
+    thought_streamed = stream(
+        chunk({"role": "assistant", "reasoning_content": reasoning}), chunk({}, "length")
+    )
+    spent = graded_logprob_case("parity-logprobs", thought, thought_streamed)
+    assert spent.status is Status.UNSUPPORTED
+    assert "no content token to read logprobs of" in spent.message
+    alternatives = [
+        {"token": token, "logprob": -0.1 - i} for i, token in enumerate(["Hi", "!", "?", ".", ","])
+    ]
+    entry = {"token": "Hi", "logprob": -0.1, "top_logprobs": alternatives}
+    said = answer("Hi", logprobs=[entry])
+    said_streamed = stream(
+        chunk({"role": "assistant", "content": "Hi"}), chunk({}, "stop"), USAGE_CHUNK
+    )
+    missing = graded_logprob_case("parity-logprobs", said, said_streamed)
+    assert {f.code for f in missing.findings} == {"logprobs_missing"}
 
 
 def test_stop_and_max_tokens() -> None:

@@ -9,9 +9,12 @@ bills, exactly, wherever the template determines it.
 
 Where it does not, the comparison allows a stated bound (:data:`BOUNDS`):
 
-- ``length``: an answer cut by ``max_tokens`` has no end token, and its last tokens may be
-  pieces of a character the text cannot show whole (byte tokens, sent as nothing or as a
-  replacement character that re-encodes otherwise): 3 tokens either way;
+- ``length``: an answer cut by ``max_tokens`` is counted up to its last delivered string
+  (no closing tag, call markup or end token was generated after it; where the strings are
+  not found in the template's order, without its end token), and its last tokens may
+  be pieces of a character the text cannot show whole (byte tokens, sent as nothing or as a
+  replacement character that re-encodes otherwise): 3 tokens either way; an answer with no
+  ``finish_reason`` is counted the same way (nothing says it ended);
 - ``stop``: a stop sequence the request gave is generated and billed but not delivered: up to
   its tokens more billed (the longest of them), and no end token;
 - ``reasoning``: reasoning the template does not write back (its history rule drops it) is
@@ -154,8 +157,15 @@ def _choice_count(
         count = len(tokenizer.encode_ordinary(text)) if text else 0
         low, high = BOUNDS["untemplated"]
         return count, count - low, count + high, ("untemplated",), text
-    text = generated.text
-    ids = encode_prompt(tokenizer, text, generated.spans)
+    # An answer without a finish_reason may have been cut: it is counted as one.
+    unfinished = choice.finish_reason in ("length", None)
+    cut = None
+    if unfinished:
+        strings = [choice.reasoning or "", choice.content or ""]
+        cut = generated.cut([*strings, *(call.arguments or "" for call in choice.tool_calls)])
+    counted = generated if cut is None else cut
+    text = counted.text
+    ids = encode_prompt(tokenizer, text)
     count = len(ids)
     low = high = 0
     if constrained(request):
@@ -165,11 +175,12 @@ def _choice_count(
         high += _most_tokens(profile, text, ids) - count
     if generated.reasoning_added:
         reasons.append("reasoning")
-        low, high = BOUNDS["reasoning"]
-    if choice.finish_reason == "length":
-        # No end token closes a cut answer.
-        count -= _end_tokens(profile, text)
-        reasons.append("length")
+        low, high = low + BOUNDS["reasoning"][0], high + BOUNDS["reasoning"][1]
+    if unfinished:
+        if cut is None:
+            # Where the strings cannot be found, the end token is all that is left out.
+            count -= _end_tokens(profile, text)
+        reasons.append("length" if choice.finish_reason else "no finish_reason")
         low, high = low + BOUNDS["length"][0], high + BOUNDS["length"][1]
     elif choice.finish_reason == "stop" and _stops(request):
         # A stop sequence ended it: billed, not delivered, and no end token after it.

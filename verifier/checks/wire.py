@@ -381,7 +381,11 @@ def _pair_findings(
     a, b = (r.choice for r in results)
     if not a or not b:
         return []
-    if check == "parity" and (a.content, a.finish_reason) != (b.content, b.finish_reason):
+    # No content is no content, whether sent as "" or as null (a stream with no content chunk).
+    if check == "parity" and (a.content or "", a.finish_reason) != (
+        b.content or "",
+        b.finish_reason,
+    ):
         return [
             Finding(
                 "stream_content_differs",
@@ -424,10 +428,29 @@ def _run_answered(case: Case, ctx: RunContext) -> Graded:
     refused = next((r for r in results if not r.ok), None)
     if refused is not None:
         raise _Rejected(refused)
+    if request.get("logprobs"):
+        _require_content_tokens(results)
     findings = [f for r in results for f in _answer_findings(check, request, r, ctx)]
     if check in ("parity", "seed") and not findings:
         findings = _pair_findings(check, request, results, ctx)
     return findings, {"requests": len(results)}
+
+
+def _require_content_tokens(results: Sequence[ChatResult]) -> None:
+    """Logprobs are read off content tokens: none when max_tokens went on reasoning.
+
+    A thinking model can spend a small ``max_tokens`` before its answer starts; its logprobs
+    then cover nothing, and passing them would be a verdict without evidence.
+    """
+    choices = [r.choice for r in results]
+    if all(
+        c is not None and not c.content and c.reasoning and c.finish_reason == "length"
+        for c in choices
+    ):
+        raise _Unsupported(
+            "max_tokens ran out in the reasoning: no content token to read logprobs of",
+            {"requests": len(results)},
+        )
 
 
 def _run_top_logprobs_limit(case: Case, ctx: RunContext) -> Graded:
@@ -447,6 +470,7 @@ def _run_top_logprobs_limit(case: Case, ctx: RunContext) -> Graded:
     broken = evidence_findings(result, result.label)
     if broken:
         return broken, {"requests": 1}
+    _require_content_tokens([result])
     asked = int(request["top_logprobs"])
     if result.choice is not None and result.choice.logprobs is None:
         # Accepted without logprobs: nothing shows whether the alternatives were cut.

@@ -55,8 +55,15 @@ from .distribution import (
     prompt_digest,
     sample,
 )
-from .model import MODEL_ID, Path, Reply, ToolCall, max_tokens_of, tokenize
-from .thinking import call_markup
+from .model import (
+    MODEL_ID,
+    Path,
+    Reply,
+    ToolCall,
+    calls_as_generated,
+    max_tokens_of,
+    tokenize,
+)
 
 FINGERPRINT = "fp_simulated"
 # Streamed tool-call arguments arrive in pieces of this many characters.
@@ -365,7 +372,7 @@ def stream_events(
     more = ""
     if calls and reply.reasoning and defects.has(STREAM_DROPS_TOOL_CALLS_AFTER_THINKING):
         # The stream parser never sees the reasoning end, so the calls stay reasoning text.
-        more, calls, finish = "\n" + call_markup(calls, path.dialect), [], "stop"
+        more, calls, finish = calls_as_generated(reply, request, path), [], "stop"
     logprobs = _chunk_logprobs(request, reply, defects, perturbation)
     chunks = _Chunks(base, defects)
     for index in range(count):
@@ -377,6 +384,10 @@ def stream_events(
     asked = options.get("include_usage") or defects.has(STREAM_USAGE_UNREQUESTED)
     if asked and not defects.has(STREAM_NO_USAGE):
         usage = usage_of(request, reply, count, defects, path)
+        if reply.tokens and reply.finish_reason != "length" and defects.has(STREAM_CONTENT_DIFFERS):
+            # The stream's extra space was generated too (within max_tokens): billed with the rest.
+            usage["completion_tokens"] += count
+            usage["total_tokens"] += count
         chunks.items.append({**base, "choices": [], "usage": usage})
     events = [b"data: " + json.dumps(c).encode("utf-8") + b"\n\n" for c in chunks.items]
     if not defects.has(STREAM_NO_DONE):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 from collections.abc import Mapping
 from typing import Any, Protocol
@@ -52,7 +53,7 @@ from .defects import (
 )
 from .oracle import natural_calls, planned_calls
 from .sampling import pick
-from .thinking import split, thinks
+from .thinking import call_markup, split, thinks
 from .vision import Eyes, answer
 
 MODEL_ID = "simulated-tiny"
@@ -180,6 +181,14 @@ class ToyPath:
         """Without a profile the toy tokens are the bill."""
         return None
 
+    def markup(self, text: str) -> int:
+        """Toy tokens of markup."""
+        return len(tokenize(text))
+
+    def written(self, request: dict[str, Any], message: dict[str, Any]) -> str | None:
+        """Without a profile there is no template to write the message."""
+        return None
+
 
 class Path(Protocol):
     """How the vendor counts: the toy path, or a profile's (simulator/prompt.py)."""
@@ -203,6 +212,12 @@ class Path(Protocol):
 
     def bill(self, request: dict[str, Any], message: dict[str, Any]) -> int | None:
         """The completion tokens of the model's `message`, or None to count toy tokens."""
+
+    def markup(self, text: str) -> int:
+        """Tokens of markup the model writes (`text`, its special tokens as such)."""
+
+    def written(self, request: dict[str, Any], message: dict[str, Any]) -> str | None:
+        """The model's `message` as its template writes it (None: it cannot say)."""
 
 
 def _plain_reply(request: dict[str, Any], defaults: Mapping[str, float] | None = None) -> str:
@@ -455,6 +470,14 @@ def _billed(reply: Reply, request: dict[str, Any], path: Path) -> Reply:
     """
     if reply.finish_reason == "length":
         return reply
+    billed = path.bill(request, _message(reply, request, path))
+    if billed is not None:
+        reply.counted = billed
+    return reply
+
+
+def _message(reply: Reply, request: dict[str, Any], path: Path) -> dict[str, Any]:
+    """The reply as an assistant message of the conversation."""
     message: dict[str, Any] = {"role": "assistant", "content": reply.content or ""}
     if reply.reasoning:
         message[reply.reasoning_field] = reply.reasoning
@@ -470,10 +493,22 @@ def _billed(reply: Reply, request: dict[str, Any], path: Path) -> Reply:
             }
             for index, call in enumerate(reply.tool_calls)
         ]
-    billed = path.bill(request, message)
-    if billed is not None:
-        reply.counted = billed
-    return reply
+    return message
+
+
+def calls_as_generated(reply: Reply, request: dict[str, Any], path: Path) -> str:
+    """The text the model generated for the reply's tool calls, as its template writes them.
+
+    Without a profile (or where the template cannot say): the dialect's own markup.
+    """
+    message = _message(reply, request, path)
+    whole = path.written(request, message)
+    bare = path.written(request, {k: v for k, v in message.items() if k != "tool_calls"})
+    if whole is None or bare is None:
+        return "\n" + call_markup(reply.tool_calls, path.dialect)
+    head = len(os.path.commonprefix([whole, bare]))
+    tail = len(os.path.commonprefix([whole[head:][::-1], bare[head:][::-1]]))
+    return whole[head : len(whole) - tail]
 
 
 def _lost(reply: Reply, defects: Defects) -> Reply:
@@ -512,18 +547,25 @@ def _reasoned(reply: Reply, request: dict[str, Any], defects: Defects, path: Pat
 
 
 def _share_budget(reply: Reply, reasoning: str, limit: int | None, path: Path) -> None:
-    """Reasoning and answer share max_tokens: the reasoning first, the answer in what is left."""
-    if limit is not None and path.count(reasoning) >= limit:
-        reply.reasoning, spent, _ = path.completion(reasoning, limit)
-        reply.reasoning_tokens, reply.counted = spent, spent
+    """Reasoning and answer share max_tokens: the reasoning first, the answer in what is left.
+
+    The dialect's tags are generated tokens too: the opening tag comes out of the budget
+    before the reasoning, the closing tag before the answer.
+    """
+    tags = (path.dialect.tags if path.dialect is not None else None) or ("", "")
+    opening, closing = (path.markup(tag) for tag in tags)
+    if limit is not None and opening + path.count(reasoning) >= limit:
+        reply.reasoning, spent, _ = path.completion(reasoning, max(limit - opening, 0))
+        reply.reasoning_tokens, reply.counted = spent, spent + min(opening, limit)
         reply.tokens, reply.tool_calls, reply.stream_tool_calls = [], [], None
         reply.finish_reason = "length"
         return
     reply.reasoning_tokens = path.count(reasoning)
     if limit is not None and not reply.tool_calls:
-        text, spent, cut = path.completion("".join(reply.tokens), limit - reply.reasoning_tokens)
+        used = opening + reply.reasoning_tokens + closing
+        text, spent, cut = path.completion("".join(reply.tokens), max(limit - used, 0))
         reply.tokens = tokenize(text)
-        reply.counted = spent + reply.reasoning_tokens
+        reply.counted = spent + min(used, limit)
         reply.finish_reason = "length" if cut else reply.finish_reason
         return
     base = reply.counted if reply.counted is not None else reply.completion_tokens

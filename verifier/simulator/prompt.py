@@ -220,10 +220,17 @@ class PromptPath:
 
     def bill(self, request: Mapping[str, Any], message: dict[str, Any]) -> int | None:
         """The model's `message` as its template writes it, in tokens (None: it cannot say)."""
+        text = self.written(request, message)
+        return None if text is None else len(encode_prompt(self.tokenizer, text))
+
+    def written(self, request: Mapping[str, Any], message: dict[str, Any]) -> str | None:
+        """The model's `message` as its template writes it (None: it cannot say)."""
         output = model_output(self.profile, request, message)
-        if output is None:
-            return None
-        return len(encode_prompt(self.tokenizer, output.text, output.spans))
+        return None if output is None else output.text
+
+    def markup(self, text: str) -> int:
+        """Tokens of markup the model writes (`text`, its special tokens as such)."""
+        return len(encode_prompt(self.tokenizer, text, ()))
 
     def completion(self, text: str, limit: int | None) -> tuple[str, int, bool]:
         """The answer cut to `limit` tokens: (text, completion tokens, cut)."""
