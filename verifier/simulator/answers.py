@@ -60,6 +60,7 @@ from .model import (
     Path,
     Reply,
     ToolCall,
+    billed,
     calls_as_generated,
     max_tokens_of,
     tokenize,
@@ -383,7 +384,13 @@ def stream_events(
     options = request.get("stream_options") or {}
     asked = options.get("include_usage") or defects.has(STREAM_USAGE_UNREQUESTED)
     if asked and not defects.has(STREAM_NO_USAGE):
-        usage = usage_of(request, reply, count, defects, path)
+        streamed = reply
+        if reply.stream_tool_calls is not None and reply.finish_reason != "length":
+            # The stream's own calls are what the model generated for it: billed as such.
+            streamed = billed(
+                dataclasses.replace(reply, tool_calls=reply.stream_tool_calls), request, path
+            )
+        usage = usage_of(request, streamed, count, defects, path)
         if reply.tokens and reply.finish_reason != "length" and defects.has(STREAM_CONTENT_DIFFERS):
             # The stream's extra space was generated too (within max_tokens): billed with the rest.
             usage["completion_tokens"] += count

@@ -434,7 +434,7 @@ def respond(
         tokens = tokenize(kimi_markup(calls)) if defects.has(TOOL_MARKERS_IN_CONTENT) else []
         finish = "stop" if defects.has(TOOL_FINISH_REASON_STOP) else "tool_calls"
         reply = _reasoned(Reply(tokens, finish, calls, streamed), request, defects, path)
-        return _lost(_billed(reply, request, path), defects)
+        return _lost(billed(reply, request, path), defects)
     text = _structured_text(request, defects)
     if defects.has(RESPONSE_FORMAT_IGNORED_WHEN_THINKING) and thinks(
         request, path.dialect, defects
@@ -456,13 +456,13 @@ def respond(
     ):
         finish = "stop"
     reply = _reasoned(Reply(tokenize(text), finish, counted=counted), request, defects, path)
-    reply = _billed(reply, request, path)
+    reply = billed(reply, request, path)
     if defects.has(COMPLETION_TOKENS_INFLATED) and reply.counted is not None:
         reply.counted *= 2
     return _lost(reply, defects)
 
 
-def _billed(reply: Reply, request: dict[str, Any], path: Path) -> Reply:
+def billed(reply: Reply, request: dict[str, Any], path: Path) -> Reply:
     """The reply billed as the model generated it (an answer cut by max_tokens bills the limit).
 
     With a profile, the model's output is its message as the chat template writes it: the
