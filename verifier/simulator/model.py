@@ -470,9 +470,9 @@ def billed(reply: Reply, request: dict[str, Any], path: Path) -> Reply:
     """
     if reply.finish_reason == "length":
         return reply
-    billed = path.bill(request, _message(reply, request, path))
-    if billed is not None:
-        reply.counted = billed
+    count = path.bill(request, _message(reply, request, path))
+    if count is not None:
+        reply.counted = count
     return reply
 
 
