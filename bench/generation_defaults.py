@@ -48,8 +48,8 @@ from tests.smollm2_defaults import (  # noqa: E402
     profile_folder,
 )
 from verifier.cases.corpus import load_corpus  # noqa: E402
-from verifier.checks.defaults import SEEDS  # noqa: E402
 from verifier.checks.registry import RunContext  # noqa: E402
+from verifier.checks.support.defaults import SEEDS  # noqa: E402
 from verifier.endpoint.client import EndpointClient  # noqa: E402
 from verifier.reference.profiles import Profile, load_profile  # noqa: E402
 from verifier.run.executor import run_case  # noqa: E402

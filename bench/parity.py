@@ -32,8 +32,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from verifier.cases.corpus import load_corpus  # noqa: E402
-from verifier.checks.distributions import Trace, trace_of  # noqa: E402
 from verifier.checks.parity import compared  # noqa: E402
+from verifier.checks.support.distributions import Trace, trace_of  # noqa: E402
 from verifier.simulator.distribution import (  # noqa: E402
     Perturbation,
     distribution,

@@ -65,8 +65,8 @@ from tests.vllm import files as vllm_files  # noqa: E402
 from tests.vllm import setup as vllm_setup  # noqa: E402
 from tests.vllm.server import SERVED_MODEL, TEMPLATE, VllmServer  # noqa: E402
 from verifier.cases.corpus import load_corpus  # noqa: E402
-from verifier.checks.distributions import Trace, trace_of  # noqa: E402
 from verifier.checks.parity import MAX_TOKENS, TOLERANCE, compared  # noqa: E402
+from verifier.checks.support.distributions import Trace, trace_of  # noqa: E402
 from verifier.config import DEFAULT_SEED  # noqa: E402
 from verifier.endpoint.client import EndpointClient  # noqa: E402
 from verifier.stats import SequentialTest, wilson_interval  # noqa: E402

@@ -3,11 +3,11 @@
 For each injected divergence EPS (the simulated vendor's ``weights-perturbed:EPS``) and each
 seeded repetition, the reference and the candidate each sample the first token of the 24
 parity prompts 20 times at temperature 1, as the simulated vendor samples a one-token answer
-(``verifier.simulator.distribution.sample``, the candidate's logits perturbed). The verifier's
-own test (``verifier.checks.first_tokens.decide``) rules; the script reports, per EPS, the true
-mean first-token TV the perturbation gives, how often the test says "different", "same" or
-nothing, and its median resolution (the smallest shift it reports finding with 95% power).
-EPS 0 is the false-alarm rate.
+(``verifier.simulator.distribution.sample``, the candidate's logits perturbed). The
+verifier's own test (``verifier.checks.support.first_tokens.decide``) rules; the script
+reports, per EPS, the true mean first-token TV the perturbation gives, how often the test
+says "different", "same" or nothing, and its median resolution (the smallest shift it
+reports finding with 95% power). EPS 0 is the false-alarm rate.
 
 No process or socket is involved; each decision costs about a second of CPU (999 shuffles
 and the power's simulations).
@@ -31,7 +31,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from verifier.cases.corpus import load_corpus  # noqa: E402
-from verifier.checks import first_tokens  # noqa: E402
+from verifier.checks.support import first_tokens  # noqa: E402
 from verifier.simulator.distribution import (  # noqa: E402
     Logits,
     Perturbation,

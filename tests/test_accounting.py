@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verifier.checks.accounting import (
+from verifier.checks.support.accounting import (
     BOUNDS,
     account,
     account_answers,

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from verifier.checks.paired import NO_OUTCOMES, case_outcome, comparison, paired_accuracy
+from verifier.checks.support.paired import NO_OUTCOMES, case_outcome, comparison, paired_accuracy
 from verifier.compare.measures import paired_text
 from verifier.config import FAMILY_NAMES
 from verifier.errors import ConfigError

@@ -49,7 +49,7 @@ FAMILY_MODULES = {f"verifier.checks.{name}" for name in FAMILIES.names()}
 
 
 def test_the_import_reader_sees_imports() -> None:
-    assert "verifier.checks.common" in GRAPH["verifier.checks.tool_calling"]
+    assert "verifier.checks.support.common" in GRAPH["verifier.checks.tool_calling"]
     assert "verifier.protocol.requests" in GRAPH["verifier.run.executor"]
     assert FAMILY_MODULES <= set(MODULES)
 

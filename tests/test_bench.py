@@ -182,8 +182,8 @@ def test_parity_engines_report(tmp_path: Path) -> None:
     a candidate off by float noise is a false alarm under the floor alone and "same" under
     the tolerance; one off by more than the tolerance is "different" under both."""
     from bench.parity_engines import prompts
-    from verifier.checks.distributions import trace_of
     from verifier.checks.parity import TOLERANCE
+    from verifier.checks.support.distributions import trace_of
 
     def answer(shift: float) -> dict[str, Any]:
         top = [("Hi", -0.1 - shift), ("Hello", -2.5 + shift)]

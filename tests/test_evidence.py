@@ -1,5 +1,5 @@
 """No evidence, no verdict: every family, on every case of its corpus, given answers that lack
-what its checks read, gives no pass (verifier/checks/evidence.py holds the rule).
+what its checks read, gives no pass (verifier/checks/support/evidence.py holds the rule).
 
 Each family's generator is driven with recorded answers, no server: a 2xx answer that carries
 no choice (non-stream and stream alike) must fail the case as ``malformed_response`` (or, for a

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from verifier.checks.prompt_counts import grade, rendering_findings
-from verifier.checks.renderings import (
+from verifier.checks.support.prompt_counts import grade, rendering_findings
+from verifier.checks.support.renderings import (
     HYPOTHESES,
     Conversation,
     Observed,

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verifier.checks import first_tokens
-from verifier.checks.distributions import END
 from verifier.checks.parity import first_token, recording_bytes, settled, summarize
+from verifier.checks.support import first_tokens
+from verifier.checks.support.distributions import END
 from verifier.compare.families import ruling_text
 from verifier.endpoint.probe import Capabilities
 from verifier.outcome import CaseRecord, Outcome, Status

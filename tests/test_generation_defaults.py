@@ -1,6 +1,6 @@
 """defaults_not_applied: the decision rule, its error rates, and the check as an exchange.
 
-The rule (verifier/checks/defaults.py) reads four seeds, each asked with the model's
+The rule (verifier/checks/support/defaults.py) reads four seeds, each asked with the model's
 generation defaults stated twice and left out once, in an order drawn from the seed. Its
 error rates are computed here exactly, by walking every sequence of seed kinds through
 :func:`decide` itself, and checked against the figures the README states; the wire check is
@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from tests.test_exchange import REFUSED, corpus_case, replay, said
 from verifier import ChatResult, RunContext, Status
-from verifier.checks.defaults import (
+from verifier.checks.support.defaults import (
     AGAIN,
     OMITTED,
     SEEDS,

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from verifier.checks.common import parse_json_output, schema_findings
+from verifier.checks.support.common import parse_json_output, schema_findings
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=10),

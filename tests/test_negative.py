@@ -36,7 +36,8 @@ from verifier.cases.negative import (
     smaller,
     with_model,
 )
-from verifier.checks.bad_requests import (
+from verifier.checks.registry import RunContext
+from verifier.checks.support.bad_requests import (
     SHRINK_SENDS,
     _next_user,
     _shrink,
@@ -44,7 +45,6 @@ from verifier.checks.bad_requests import (
     param_findings,
     slowed,
 )
-from verifier.checks.registry import RunContext
 from verifier.errors import (
     EndpointError,
     EndpointProtocolError,

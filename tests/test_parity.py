@@ -12,15 +12,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verifier.checks.distributions import (
-    END,
-    Trace,
-    compare,
-    divergence,
-    not_top_choice,
-    trace_of,
-    tv_bounds,
-)
 from verifier.checks.parity import (
     TOLERANCE,
     choice_findings,
@@ -30,6 +21,15 @@ from verifier.checks.parity import (
     rulings,
     settled,
     summarize,
+)
+from verifier.checks.support.distributions import (
+    END,
+    Trace,
+    compare,
+    divergence,
+    not_top_choice,
+    trace_of,
+    tv_bounds,
 )
 from verifier.outcome import CaseRecord, Outcome, Status
 from verifier.protocol.answers import ChatResult, Choice

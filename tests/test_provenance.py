@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import VerifierRun, fake_key
-from verifier.checks.common import agreement
+from verifier.checks.support.common import agreement
 from verifier.endpoint.probe import identifying_headers
 from verifier.scorecard.provenance import endpoint_records, seen_in_transcript
 

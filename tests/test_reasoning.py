@@ -14,7 +14,6 @@ from verifier.cases.corpus import Case
 from verifier.checks import reasoning
 from verifier.checks.reasoning import (
     Turn,
-    _Undecided,
     answer_findings,
     attributed,
     effort_findings,
@@ -27,6 +26,7 @@ from verifier.checks.reasoning import (
     summarize,
 )
 from verifier.checks.registry import RunContext
+from verifier.checks.support.subchecks import Undecided
 from verifier.outcome import CaseRecord, Outcome, Status
 from verifier.protocol.answers import ChatResult, Choice, ToolCall
 from verifier.protocol.requests import drive
@@ -318,7 +318,7 @@ def test_effort_is_decided_by_a_sign_test() -> None:
     assert codes(found) == ["effort_not_honoured"]
     found, _ = effort_findings({"low": [0] * 6, "high": [0] * 6}, levels)
     assert codes(found) == ["thinking_not_honoured"]
-    with pytest.raises(_Undecided) as undecided:
+    with pytest.raises(Undecided) as undecided:
         effort_findings({"low": [5, 5, 5, 5, 9, 9], "high": [9, 9, 9, 9, 5, 5]}, levels)
     assert undecided.value.code == "effort_undecided"
 

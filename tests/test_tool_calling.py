@@ -10,19 +10,19 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from verifier.cases.corpus import Case
+from verifier.checks.support.tool_matching import (
+    Call,
+    compare_calls,
+    parse_arguments,
+    signature,
+    value_matches,
+)
 from verifier.checks.tool_calling import (
     baseline_agreement,
     determinism_findings,
     dynamic_findings,
     settled,
     validity_findings,
-)
-from verifier.checks.tool_matching import (
-    Call,
-    compare_calls,
-    parse_arguments,
-    signature,
-    value_matches,
 )
 from verifier.protocol.answers import ChatResult, Choice, Problem, ToolCall
 

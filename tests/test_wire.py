@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from verifier import Outcome, RunContext, Status, resources
 from verifier.cases.corpus import load_corpus
 from verifier.checks import FAMILIES
-from verifier.checks.bad_requests import invalid_request_findings
-from verifier.checks.logprob_rules import (
+from verifier.checks.support.bad_requests import invalid_request_findings
+from verifier.checks.support.logprob_rules import (
     MAX_TOP_LOGPROBS,
     STREAM_TOLERANCE,
     content_entries,
@@ -23,7 +23,7 @@ from verifier.checks.logprob_rules import (
     logprob_findings,
     stream_logprob_findings,
 )
-from verifier.checks.shapes import number_bounds
+from verifier.checks.support.shapes import number_bounds
 from verifier.checks.wire import (
     max_tokens_findings,
     off_pin,

@@ -12,7 +12,7 @@ skew cancels in the difference. Where the server renders prompts
 
 When a count is off, the endpoint's own token ids (where it offers them) and its
 rendered text are gathered too, and a cause is named only when the evidence
-singles it out (see :mod:`.renderings`): ``special_token_injection``,
+singles it out (see :mod:`.support.renderings`): ``special_token_injection``,
 ``system_dropped``, ``system_merged``, ``generation_prompt_missing``,
 ``double_bos``, ``reasoning_history_dropped``, ``reasoning_in_content``,
 ``input_normalised``, ``tools_rendered_differently``, ``assistant_prefill``,
@@ -37,11 +37,12 @@ from ..outcome import CaseRecord, Outcome
 from ..protocol.answers import ChatResult
 from ..protocol.requests import Chat, Exchange
 from ..reference.template import TemplateError
-from .common import agreement, excerpt, unsupported
-from .evidence import NO_PROMPT_TOKENS, Malformed, counted
-from .prompt_counts import grade, observe
 from .registry import family
-from .renderings import Conversation, reference
+from .support.common import agreement, excerpt, unsupported
+from .support.evidence import NO_PROMPT_TOKENS, Malformed, counted
+from .support.prompt_counts import grade, observe
+from .support.renderings import Conversation, reference
+from .support.subchecks import Rejected, Unsupported
 
 if TYPE_CHECKING:
     from ..cases.corpus import Case
@@ -57,21 +58,11 @@ def _prompt_tokens(
         body["tools"] = list(conversation.tools)
     result = yield Chat(body, name)
     if not result.ok:
-        raise _Rejected(result.status, result.error_object)
+        raise Rejected(result)
     value = counted(result, name)
     if value is None:
-        raise _NoUsage
+        raise Unsupported(NO_PROMPT_TOKENS)
     return value
-
-
-class _Rejected(Exception):
-    def __init__(self, status: int, error: Mapping[str, Any] | None) -> None:
-        self.status = status
-        self.error = error or {}
-
-
-class _NoUsage(Exception):
-    """The answer has no usage.prompt_tokens."""
 
 
 def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -130,14 +121,15 @@ def _counts(
             counts.append((yield from _prompt_tokens(ctx, conversation, name)))
     except TemplateError as exc:
         return unsupported(f"the profile's template cannot render this conversation: {exc}", {})
-    except _Rejected as refused:
+    except Rejected as refused:
+        error = refused.result.error_object or {}
         return unsupported(
-            f"the conversation was rejected with HTTP {refused.status}: "
-            f"{refused.error.get('message', '')!s:.200}",
+            f"the conversation was rejected with HTTP {refused.result.status}: "
+            f"{error.get('message', '')!s:.200}",
             {},
         )
-    except _NoUsage:
-        return unsupported(NO_PROMPT_TOKENS, {})
+    except Unsupported as exc:
+        return unsupported(str(exc), {})
     except Malformed as broken:
         return Outcome.from_findings(broken.findings, metrics={"requests": len(ctx.observed)})
     return expected, counts

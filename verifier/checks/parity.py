@@ -4,7 +4,7 @@ Converted weights (INT4 to NVFP4), speculative decoding, a reused KV cache or an
 size can change what a model computes while every format check passes. Each prompt of the
 corpus is answered greedily with ``logprobs`` and the endpoint's ``top_logprobs`` (up to 20),
 and its distributions are compared with the reference's along the shared prefix
-(:mod:`verifier.checks.distributions`).
+(:mod:`verifier.checks.support.distributions`).
 
 A run records: each prompt answered twice (``first``, then ``again``, the second with its
 prefix possibly cached) and once streamed; the two non-stream answers are the recording a later
@@ -43,7 +43,7 @@ Per prompt, a chosen token that is not the most likely one listed at temperature
 
 Where either side gives no logprobs (or ``--parity-method sampling`` asks for it), the family
 falls back to sampling: each prompt's first token sampled :data:`~.first_tokens.SAMPLES` times
-at temperature 1 on each side, compared by the weaker test of :mod:`.first_tokens` (one
+at temperature 1 on each side, compared by the weaker test of :mod:`.support.first_tokens` (one
 "distribution" ruling, no KV-cache ruling: a sample does not show a cached prefix's small
 shift). A recording run samples too (with the reference's seeds), so that its recording serves
 candidates with or without logprobs.
@@ -64,9 +64,10 @@ from ..outcome import CaseRecord, Finding, Outcome, Status
 from ..protocol.answers import ChatResult
 from ..protocol.requests import Chat, Exchange
 from ..stats import SequentialTest, bootstrap_mean_interval, rate
-from . import first_tokens
-from .common import rejected, unsupported
-from .distributions import (
+from .registry import ParityContext, family
+from .support import first_tokens
+from .support.common import rejected, unsupported
+from .support.distributions import (
     END,
     Trace,
     compare,
@@ -75,8 +76,7 @@ from .distributions import (
     trace_of,
     without_alternatives,
 )
-from .evidence import evidence_findings
-from .registry import ParityContext, family
+from .support.evidence import evidence_findings
 
 if TYPE_CHECKING:
     from ..cases.corpus import Case
@@ -363,20 +363,7 @@ def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None)
     if sampled:
         (made,) = rulings(records)
         summary.update(mode="compared", method="sampling", rulings=[made])
-        summary["first_token"] = {
-            "samples_per_prompt": first_tokens.SAMPLES,
-            "tv_mean": made["statistic"] / len(sampled),
-            "p_value": made["p_value"],
-            "resolution": made["resolution"],
-            "power": made["test"]["power"],
-            "agreement": rate(
-                sum(
-                    Counter(c).most_common(1)[0][0] == Counter(r).most_common(1)[0][0]
-                    for c, r in sampled
-                ),
-                len(sampled),
-            ),
-        }
+        summary["first_token"] = _first_token_figures(made, sampled)
         return summary
     # Every prompt compared shows in the figures; only those whose answers were sound count
     # in the rulings.
@@ -390,37 +377,58 @@ def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None)
         summary["rulings"] = []
         summary["recorded"] = sum(is_recorded(r.outcome) for r in records)
         return summary
-    summary["mode"] = "compared"
-    summary["method"] = "logprobs"
+    summary.update(mode="compared", method="logprobs", **_logprob_figures(rows))
+    summary["rulings"] = rulings(records)
+    return summary
+
+
+def _first_token_figures(
+    made: Mapping[str, Any], sampled: Sequence[first_tokens.Stratum]
+) -> dict[str, Any]:
+    """The sampling comparison's figures: its ruling's statistic and the top tokens' agreement."""
+    return {
+        "samples_per_prompt": first_tokens.SAMPLES,
+        "tv_mean": made["statistic"] / len(sampled),
+        "p_value": made["p_value"],
+        "resolution": made["resolution"],
+        "power": made["test"]["power"],
+        "agreement": rate(
+            sum(
+                Counter(c).most_common(1)[0][0] == Counter(r).most_common(1)[0][0]
+                for c, r in sampled
+            ),
+            len(sampled),
+        ),
+    }
+
+
+def _logprob_figures(rows: Sequence[tuple[CaseRecord, Mapping[str, Any]]]) -> dict[str, Any]:
+    """The logprob comparison's figures over the prompts compared, in corpus order (pure)."""
     divergences = [row["divergence"] for _, row in rows]
     floors = [row["floor"] for _, row in rows]
     comparisons = [row["comparison"] for _, row in rows]
     positions = sum(c["positions"] for c in comparisons)
     interval = bootstrap_mean_interval(divergences)
-    summary.update(
-        {
-            "divergence": {
-                "mean": sum(divergences) / len(rows),
-                "interval": list(interval) if interval else None,
-                "floor_mean": sum(floors) / len(rows),
-                "tv_lower_mean": sum(c["tv_lower"] for c in comparisons) / len(rows),
-                "tv_upper_mean": sum(c["tv_upper"] for c in comparisons) / len(rows),
-                "bound": "TV over each position's top-K lists, bounded below and above "
-                "because the mass outside top-K is unknown",
-            },
-            "top1_agreement": rate(sum(c["top1_agree"] for c in comparisons), positions),
-            "continuation_agreement": rate(
-                sum(row["continuation_agrees"] for _, row in rows), len(rows)
-            ),
-            "first_divergence": [
-                {"case": r.id, "position": c["first_divergence"]}
-                for (r, _), c in zip(rows, comparisons, strict=True)
-                if c["first_divergence"] is not None
-            ][:10],
-        }
-    )
-    summary["rulings"] = rulings(records)
-    return summary
+    return {
+        "divergence": {
+            "mean": sum(divergences) / len(rows),
+            "interval": list(interval) if interval else None,
+            "floor_mean": sum(floors) / len(rows),
+            "tv_lower_mean": sum(c["tv_lower"] for c in comparisons) / len(rows),
+            "tv_upper_mean": sum(c["tv_upper"] for c in comparisons) / len(rows),
+            "bound": "TV over each position's top-K lists, bounded below and above "
+            "because the mass outside top-K is unknown",
+        },
+        "top1_agreement": rate(sum(c["top1_agree"] for c in comparisons), positions),
+        "continuation_agreement": rate(
+            sum(row["continuation_agrees"] for _, row in rows), len(rows)
+        ),
+        "first_divergence": [
+            {"case": r.id, "position": c["first_divergence"]}
+            for (r, _), c in zip(rows, comparisons, strict=True)
+            if c["first_divergence"] is not None
+        ][:10],
+    }
 
 
 def _sampled(records: Iterable[CaseRecord]) -> list[first_tokens.Stratum]:
@@ -433,7 +441,7 @@ def _sampled(records: Iterable[CaseRecord]) -> list[first_tokens.Stratum]:
 
 
 def _sampling_ruling(records: Sequence[CaseRecord]) -> dict[str, Any]:
-    """The distribution ruling of the sampling fallback (see :mod:`.first_tokens`)."""
+    """The distribution ruling of the sampling fallback (see :mod:`.support.first_tokens`)."""
     strata = _sampled(records)
     decided = first_tokens.decide(strata)
     outcome = decided["outcome"]

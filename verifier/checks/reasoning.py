@@ -36,7 +36,7 @@ Codes:
 - ``empty_followup`` (after a tool result, neither text nor a call), ``followup_call_invalid``
   (the next call names an unknown tool or its arguments break the tool's schema),
   ``history_rejected`` (a follow-up with the model's own reasoning in its history refused),
-  the prompt-count codes of :mod:`.prompt_counts` (``reasoning_history_dropped``...);
+  the prompt-count codes of :mod:`.support.prompt_counts` (``reasoning_history_dropped``...);
 - ``invalid_history_accepted``, ``invalid_history_5xx``, ``invalid_history_hang``.
 
 An effort test without enough evidence either way is an error (``effort_undecided``), and an
@@ -54,13 +54,15 @@ from collections.abc import Generator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import EndpointTimeout
-from ..outcome import CaseRecord, Finding, Outcome, Status
+from ..outcome import CaseRecord, Finding, Outcome
 from ..protocol.answers import ChatResult, Choice
 from ..protocol.requests import Chat, Exchange, Request
 from ..reference.dialect import FIELDS
 from ..reference.profiles import merged
 from ..stats import rate, wilson_interval
-from .common import (
+from .registry import QUICK, family
+from .support.common import (
+    ParsedJSON,
     compiled_validator,
     excerpt,
     hang_finding,
@@ -68,13 +70,12 @@ from .common import (
     rejected,
     rejection_findings,
     schema_findings,
-    unsupported,
 )
-from .evidence import NO_PROMPT_TOKENS, evidence_findings, prompt_tokens
-from .prompt_counts import grade, observe
-from .registry import QUICK, family
-from .renderings import Conversation, reference
-from .tool_matching import parse_arguments
+from .support.evidence import NO_PROMPT_TOKENS, evidence_findings, prompt_tokens
+from .support.prompt_counts import grade, observe
+from .support.renderings import Conversation, reference
+from .support.subchecks import Graded, Rejected, Undecided, Unsupported, run_checks, status_counts
+from .support.tool_matching import parse_arguments
 
 if TYPE_CHECKING:
     from ..cases.corpus import Case
@@ -98,42 +99,6 @@ SWITCH_REJECTED = "thinking_switch_rejected"
 EFFORT_REJECTED = "effort_rejected"
 # What a tool result says when the case scripts none for the tool called.
 DEFAULT_RESULT = '{"ok": true}'
-
-Graded = Generator[Request, ChatResult, tuple[list[Finding], dict[str, Any]]]
-
-
-class _Unsupported(Exception):
-    """The check does not apply to this profile (the message says why)."""
-
-
-class _Rejected(Exception):
-    """A valid request of the case was declined with a 4xx.
-
-    Args:
-        result: the refusal.
-        request: the request refused.
-        contract: the request fields the model's contract states, innermost first (an effort
-            level, then the thinking switch), each with the code its refusal gives: a refusal
-            that goes once they are left out is a failure; any other is unsupported.
-    """
-
-    def __init__(
-        self,
-        result: ChatResult,
-        request: Mapping[str, Any] | None = None,
-        contract: Sequence[tuple[str, Mapping[str, Any]]] = (),
-    ) -> None:
-        self.result = result
-        self.request = request
-        self.contract = contract
-
-
-class _Undecided(Exception):
-    """The answers cannot be judged (the message says why); `code` names why."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 def _text(value: str | None) -> str:
@@ -160,9 +125,36 @@ def answer_findings(
     choice = result.choice
     if broken or choice is None:
         return broken
-    content, reasoning = _text(choice.content), _text(choice.reasoning)
-    findings = []
     leaked = [tag for tag in dialect.markers if tag in (choice.content or "")]
+    findings = _markup_findings(choice, dialect, leaked, attempt)
+    findings += _switch_findings(choice, dialect, thinking, followup, bool(leaked), attempt)
+    reasoning = _text(choice.reasoning)
+    if reasoning and dialect.field and choice.reasoning_field not in (None, dialect.field):
+        findings.append(
+            Finding(
+                "reasoning_field_mismatch",
+                f"the reasoning came as {choice.reasoning_field!r}; the model's contract "
+                f"returns it as {dialect.field!r}",
+                expected=dialect.field,
+                actual=choice.reasoning_field,
+                attempt=attempt,
+            )
+        )
+    findings += [
+        Finding(p.code, p.message, p.where, attempt=attempt)
+        for p in result.problems
+        if p.code == "reasoning_after_content"
+    ]
+    if tokenizer is not None:
+        findings += reasoning_token_findings(result, tokenizer, attempt, dialect.tokens_tolerance)
+    return findings
+
+
+def _markup_findings(
+    choice: Choice, dialect: Dialect, leaked: list[str], attempt: str | None
+) -> list[Finding]:
+    """Raw reasoning tags in the content (`leaked`), raw markup in the reasoning (pure)."""
+    findings = []
     if leaked:
         findings.append(
             Finding(
@@ -186,6 +178,20 @@ def answer_findings(
                 attempt=attempt,
             )
         )
+    return findings
+
+
+def _switch_findings(
+    choice: Choice,
+    dialect: Dialect,
+    thinking: bool,
+    followup: bool,
+    leaked: bool,
+    attempt: str | None,
+) -> list[Finding]:
+    """Reasoning where the switch says none, or none where it says some (pure)."""
+    content, reasoning = _text(choice.content), _text(choice.reasoning)
+    findings = []
     empty = not reasoning and not content and not choice.tool_calls
     if thinking and not reasoning and not leaked and not (followup and empty):
         findings.append(
@@ -224,24 +230,6 @@ def answer_findings(
                 attempt=attempt,
             )
         )
-    if reasoning and dialect.field and choice.reasoning_field not in (None, dialect.field):
-        findings.append(
-            Finding(
-                "reasoning_field_mismatch",
-                f"the reasoning came as {choice.reasoning_field!r}; the model's contract "
-                f"returns it as {dialect.field!r}",
-                expected=dialect.field,
-                actual=choice.reasoning_field,
-                attempt=attempt,
-            )
-        )
-    findings += [
-        Finding(p.code, p.message, p.where, attempt=attempt)
-        for p in result.problems
-        if p.code == "reasoning_after_content"
-    ]
-    if tokenizer is not None:
-        findings += reasoning_token_findings(result, tokenizer, attempt, dialect.tokens_tolerance)
     return findings
 
 
@@ -366,12 +354,7 @@ def structured_findings(
     choice = result.choice
     if choice is None or evidence_findings(result, attempt):
         return findings
-    spec = response_format.get("json_schema") or {}
-    schema = (
-        spec.get("schema", {"type": "object"})
-        if response_format.get("type") == "json_schema"
-        else {"type": "object"}
-    )
+    schema = _format_schema(response_format)
     parsed = parse_json_output(choice.content)
     invalid = (
         list(
@@ -392,32 +375,42 @@ def structured_findings(
         return findings
     if any(f.code == "reasoning_markers_in_content" for f in findings):
         return findings
+    findings.append(_json_misplaced(choice, schema, parsed, invalid, attempt))
+    return findings
+
+
+def _format_schema(response_format: Mapping[str, Any]) -> Any:
+    """The JSON Schema `response_format` asks for (any object, for ``json_object``)."""
+    spec = response_format.get("json_schema") or {}
+    if response_format.get("type") == "json_schema":
+        return spec.get("schema", {"type": "object"})
+    return {"type": "object"}
+
+
+def _json_misplaced(
+    choice: Choice, schema: Any, parsed: ParsedJSON, invalid: Sequence[Finding], attempt: str
+) -> Finding:
+    """The JSON asked for is not the content: it came as reasoning, or is not valid (pure)."""
     in_reasoning = parse_json_output(choice.reasoning)
     if (
         not _text(choice.content)
         and in_reasoning.found
         and compiled_validator(schema).is_valid(in_reasoning.value)
     ):
-        findings.append(
-            Finding(
-                "structured_output_in_reasoning",
-                "the JSON answer came as reasoning; content is empty",
-                actual=excerpt(choice.reasoning, 200),
-                attempt=attempt,
-            )
-        )
-        return findings
-    detail = invalid[0].message if invalid and parsed.code is None else parsed.detail
-    findings.append(
-        Finding(
-            "structured_output_invalid",
-            f"with thinking on, the content is not the JSON asked for: {detail}",
-            "$.choices[0].message.content",
-            actual=excerpt(choice.content, 200),
+        return Finding(
+            "structured_output_in_reasoning",
+            "the JSON answer came as reasoning; content is empty",
+            actual=excerpt(choice.reasoning, 200),
             attempt=attempt,
         )
+    detail = invalid[0].message if invalid and parsed.code is None else parsed.detail
+    return Finding(
+        "structured_output_invalid",
+        f"with thinking on, the content is not the JSON asked for: {detail}",
+        "$.choices[0].message.content",
+        actual=excerpt(choice.content, 200),
+        attempt=attempt,
     )
-    return findings
 
 
 # What the structured check says when asking for JSON is what changed the reasoning; the
@@ -469,7 +462,7 @@ def effort_findings(
     passes, below fails (``effort_not_honoured``); an interval across it decides nothing.
 
     Raises:
-        _Undecided: the interval straddles the threshold.
+        Undecided: the interval straddles the threshold.
     """
     low, high = lengths[levels[0]], lengths[levels[-1]]
     longer = sum(h > lo for lo, h in zip(low, high, strict=True))
@@ -506,7 +499,7 @@ def effort_findings(
                 actual=metrics["mean_tokens"],
             )
         ], metrics
-    raise _Undecided(
+    raise Undecided(
         "effort_undecided",
         f"reasoning at {levels[-1]!r} was longer than at {levels[0]!r} for {longer} of "
         f"{len(low)} prompts (95% interval {interval[0]:.2f}-{interval[1]:.2f}, across "
@@ -568,16 +561,16 @@ def followup_findings(
 def _dialect(ctx: RunContext) -> tuple[Profile, Dialect]:
     profile = ctx.profile
     if profile is None:
-        raise _Unsupported("needs a reference profile (--profile) with a reasoning dialect")
+        raise Unsupported("needs a reference profile (--profile) with a reasoning dialect")
     dialect = profile.dialect
     if dialect is None:
-        raise _Unsupported("the profile declares no thinking dialect")
+        raise Unsupported("the profile declares no thinking dialect")
     return profile, dialect
 
 
 def _on(dialect: Dialect) -> Mapping[str, Any]:
     if dialect.on is None:
-        raise _Unsupported("the profile declares no way to turn thinking on")
+        raise Unsupported("the profile declares no way to turn thinking on")
     return dialect.on
 
 
@@ -598,7 +591,7 @@ def _both(
     for name, stream in MODES:
         result = yield Chat(request, f"{label}-{name}", stream=stream)
         if not result.ok:
-            raise _Rejected(result, request, ((SWITCH_REJECTED, switch),))
+            raise Rejected(result, request, ((SWITCH_REJECTED, switch),))
         results.append(result)
     return results
 
@@ -609,7 +602,7 @@ def _run_switch(case: Case, ctx: RunContext) -> Graded:
     if thinking:
         fields = _on(dialect)
     elif dialect.off is None:
-        raise _Unsupported(
+        raise Unsupported(
             "the model always reasons: its contract has no way to turn thinking off"
             if dialect.always_on
             else "the profile declares no way to turn thinking off"
@@ -618,7 +611,7 @@ def _run_switch(case: Case, ctx: RunContext) -> Graded:
         fields = dialect.off
     plain, streamed = yield from _both(_base(case, ctx, fields), case.data["check"], fields)
     if any(truncated(r) for r in (plain, streamed)):
-        raise _Undecided(
+        raise Undecided(
             "reasoning_truncated",
             "an answer ran out of max_tokens inside its reasoning; raise the case's max_tokens",
         )
@@ -651,7 +644,7 @@ def _run_structured(case: Case, ctx: RunContext) -> Graded:
     request = _base(case, ctx, _on(dialect))
     plain, streamed = yield from _both(request, "structured", _on(dialect))
     if any(truncated(r) for r in (plain, streamed)):
-        raise _Undecided(
+        raise Undecided(
             "reasoning_truncated",
             "an answer ran out of max_tokens inside its reasoning; raise the case's max_tokens",
         )
@@ -673,7 +666,7 @@ def _run_effort(case: Case, ctx: RunContext) -> Graded:
     profile, dialect = _dialect(ctx)
     effort = dialect.effort
     if effort is None:
-        raise _Unsupported("the profile declares no reasoning effort levels")
+        raise Unsupported("the profile declares no reasoning effort levels")
     lengths: dict[str, list[int]] = {level: [] for level in effort.levels}
     findings: list[Finding] = []
     requests = 0
@@ -691,10 +684,10 @@ def _run_effort(case: Case, ctx: RunContext) -> Graded:
                 ]
                 if dialect.on:
                     contract.append((SWITCH_REJECTED, dialect.on))
-                raise _Rejected(result, request, contract)
+                raise Rejected(result, request, contract)
             if truncated(result):
                 # A reasoning cut at max_tokens has no length to compare.
-                raise _Undecided(
+                raise Undecided(
                     "reasoning_truncated",
                     f"prompt {number} at {level!r} ran out of max_tokens inside its reasoning; "
                     f"raise the case's max_tokens",
@@ -800,24 +793,9 @@ def _run_loop(
         name = f"{label}-turn-{turn}"
         result = yield Chat(request, name, stream=stream)
         if not result.ok:
-            if turn == 1:
-                raise _Rejected(result, request, ((SWITCH_REJECTED, _on(dialect)),))
-            if not _sent_reasoning(sent) and dialect.tool_turns_need_reasoning:
-                # The model gave a call without reasoning, and the contract's API refuses such a
-                # history: the refusal is right (the missing reasoning is already reported).
-                return turns
-            error = (result.error_object or {}).get("message", "")
-            refused = Finding(
-                "history_rejected",
-                f"turn {turn}, with the model's own reasoning in its history, was refused "
-                f"with HTTP {result.status}: {error!s:.160}",
-                expected="2xx",
-                actual=result.status,
-                attempt=name,
-            )
-            return [*turns, Turn(name, result, [refused])]
+            return _after_refusal(turns, (turn, name), result, request, sent, dialect)
         if truncated(result):
-            raise _Undecided(
+            raise Undecided(
                 "reasoning_truncated",
                 f"{name} ran out of max_tokens inside its reasoning; raise the case's max_tokens",
             )
@@ -846,29 +824,66 @@ def _run_loop(
             or "followup_call_invalid" in {f.code for f in found}
         ):
             return turns
-        assistant: dict[str, Any] = {
-            "role": "assistant",
-            "content": choice.content or None,
-            "tool_calls": [
-                {
-                    "id": c.id,
-                    "type": "function",
-                    "function": {"name": c.name, "arguments": c.arguments},
-                }
-                for c in choice.tool_calls
-            ],
-        }
-        if choice.reasoning:
-            # Back in the field the contract names (a client of the lab's API sends that),
-            # else in the one it came in.
-            field = dialect.field or choice.reasoning_field or dialect.history_field
-            assistant[field] = choice.reasoning
-        messages.append(assistant)
+        messages.append(_assistant_turn(choice, dialect))
         messages += [
             _tool_message(c.id, _result_for(data.get("results", {}), c.name or "", used))
             for c in choice.tool_calls
         ]
     return turns
+
+
+def _after_refusal(
+    turns: list[Turn],
+    at: tuple[int, str],
+    result: ChatResult,
+    request: Mapping[str, Any],
+    sent: Sequence[Mapping[str, Any]],
+    dialect: Dialect,
+) -> list[Turn]:
+    """The loop's turns once the turn `at` (number, name) was refused: graded, if wrong.
+
+    Raises:
+        Rejected: the first turn was refused (the thinking switch, or the request itself).
+    """
+    turn, name = at
+    if turn == 1:
+        raise Rejected(result, request, ((SWITCH_REJECTED, _on(dialect)),))
+    if not _sent_reasoning(sent) and dialect.tool_turns_need_reasoning:
+        # The model gave a call without reasoning, and the contract's API refuses such a
+        # history: the refusal is right (the missing reasoning is already reported).
+        return turns
+    error = (result.error_object or {}).get("message", "")
+    refused = Finding(
+        "history_rejected",
+        f"turn {turn}, with the model's own reasoning in its history, was refused "
+        f"with HTTP {result.status}: {error!s:.160}",
+        expected="2xx",
+        actual=result.status,
+        attempt=name,
+    )
+    return [*turns, Turn(name, result, [refused])]
+
+
+def _assistant_turn(choice: Choice, dialect: Dialect) -> dict[str, Any]:
+    """The answer's calls (and reasoning) as the assistant message the next turn sends back."""
+    assistant: dict[str, Any] = {
+        "role": "assistant",
+        "content": choice.content or None,
+        "tool_calls": [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": c.arguments},
+            }
+            for c in choice.tool_calls
+        ],
+    }
+    if choice.reasoning:
+        # Back in the field the contract names (a client of the lab's API sends that),
+        # else in the one it came in.
+        field = dialect.field or choice.reasoning_field or dialect.history_field
+        assistant[field] = choice.reasoning
+    return assistant
 
 
 def loop_findings(
@@ -909,7 +924,7 @@ def _run_agent_loop(case: Case, ctx: RunContext) -> Graded:
         findings = _no_loop(case)
     uncounted = next((t.name for t in (*plain, *streamed) if not t.counted), None)
     if uncounted is not None and not findings:
-        raise _Unsupported(
+        raise Unsupported(
             f"{NO_PROMPT_TOKENS} ({uncounted}): whether the replayed reasoning reaches the "
             "prompt cannot be seen"
         )
@@ -928,10 +943,10 @@ def _no_loop(case: Case) -> list[Finding]:
     one; otherwise there was no loop to grade.
 
     Raises:
-        _Unsupported: the first turn did not require a call.
+        Unsupported: the first turn did not require a call.
     """
     if case.data.get("first_tool_choice", "auto") != "required":
-        raise _Unsupported("the model made no call: there was no follow-up to grade")
+        raise Unsupported("the model made no call: there was no follow-up to grade")
     return [
         Finding(
             "tool_choice_required_ignored",
@@ -946,7 +961,7 @@ def _no_loop(case: Case) -> list[Finding]:
 def _run_invalid_history(case: Case, ctx: RunContext) -> Graded:
     _, dialect = _dialect(ctx)
     if not dialect.tool_turns_need_reasoning:
-        raise _Unsupported(
+        raise Unsupported(
             "the model's contract does not say its API refuses a tool-call turn without its "
             "reasoning"
         )
@@ -972,13 +987,12 @@ RUNS = {
 
 def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None) -> dict[str, Any]:
     """Per check, the statuses; the reasoning-only rate, follow-ups by turn, effort (pure)."""
-    checks: dict[str, Counter[str]] = {}
+    records = list(records)
     answers = only = 0
     turns: dict[int, list[int]] = {}
     longer = prompts = 0
     for record in records:
         metrics = record.outcome.metrics
-        checks.setdefault(metrics.get("check", "?"), Counter())[record.status] += 1
         answers += metrics.get("answers", 0)
         only += metrics.get("reasoning_only", 0)
         for followup in metrics.get("followups", ()):
@@ -992,7 +1006,7 @@ def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None)
     succeeded = sum(ok for ok, _ in turns.values())
     total = sum(n for _, n in turns.values())
     return {
-        "checks": {k: dict(sorted(v.items())) for k, v in sorted(checks.items())},
+        "checks": status_counts(records),
         "reasoning_only": rate(only, answers),
         "followups": {
             "all": rate(succeeded, total),
@@ -1030,7 +1044,7 @@ def without(request: Mapping[str, Any], fields: Mapping[str, Any]) -> dict[str, 
     return out
 
 
-def _refusal(check: str, refused: _Rejected, ctx: RunContext) -> Exchange:
+def _refusal(check: str, refused: Rejected, ctx: RunContext) -> Exchange:
     """A refused request: a failure when the contract's own fields are what is refused.
 
     The same request is sent again without the contract's fields, innermost first; the first
@@ -1064,18 +1078,4 @@ def _json(fields: Mapping[str, Any]) -> str:
 @family("reasoning", summarize=summarize, cost=cost)
 def run(case: Case, ctx: RunContext) -> Exchange:
     """The thinking channel, its switch and effort, and multi-turn agent loops."""
-    check = case.data["check"]
-    try:
-        findings, metrics = yield from RUNS[check](case, ctx)
-    except _Unsupported as exc:
-        return unsupported(str(exc), {"check": check, "requests": 0})
-    except _Rejected as refused:
-        return (yield from _refusal(check, refused, ctx))
-    except _Undecided as exc:
-        return Outcome(
-            Status.ERROR,
-            code=exc.code,
-            message=str(exc),
-            metrics={"check": check, "requests": len(ctx.observed)},
-        )
-    return Outcome.from_findings(findings, metrics={**metrics, "check": check})
+    return (yield from run_checks(case, ctx, RUNS, refusal=_refusal))

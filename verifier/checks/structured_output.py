@@ -36,7 +36,8 @@ from ..outcome import CaseRecord, Finding, Outcome, Status
 from ..protocol.answers import ChatResult
 from ..protocol.requests import Chat, Exchange
 from ..stats import rate
-from .common import (
+from .registry import QUICK, family
+from .support.common import (
     excerpt,
     hang_finding,
     parse_json_output,
@@ -44,9 +45,8 @@ from .common import (
     rejection_findings,
     schema_findings,
 )
-from .evidence import evidence_findings
-from .paired import case_outcome, paired_accuracy
-from .registry import QUICK, family
+from .support.evidence import evidence_findings
+from .support.paired import case_outcome, paired_accuracy
 
 if TYPE_CHECKING:
     from ..cases.corpus import Case

@@ -6,7 +6,7 @@ cross-checked with ``usage.prompt_tokens``; closed endpoints are compared by
 differences of ``usage.prompt_tokens`` against a fixed conversation, which cancel
 a hidden system prompt or an accounting skew (those are chat_template's to
 report). A cause is named only when the evidence singles it out (see
-:mod:`.renderings`): ``special_token_injection``, ``input_normalised``,
+:mod:`.support.renderings`): ``special_token_injection``, ``input_normalised``,
 ``double_bos``, ...; otherwise:
 
 - ``token_ids_mismatch`` (the first differing position, with the text around it),
@@ -29,10 +29,10 @@ from ..outcome import CaseRecord, Finding, Outcome
 from ..protocol.answers import ChatResult
 from ..protocol.requests import Chat, Exchange
 from ..protocol.tokenize import detokenize_answer, prompt_token_ids
-from .common import excerpt, unsupported
-from .evidence import NO_PROMPT_TOKENS, Malformed, counted
 from .registry import QUICK, family
-from .renderings import (
+from .support.common import excerpt, unsupported
+from .support.evidence import NO_PROMPT_TOKENS, Malformed, counted
+from .support.renderings import (
     Conversation,
     Observed,
     described,
@@ -40,6 +40,7 @@ from .renderings import (
     first_difference,
     reference,
 )
+from .support.subchecks import status_counts
 
 if TYPE_CHECKING:
     from ..cases.corpus import Case
@@ -225,17 +226,9 @@ def _run_detokenize(case: Case, ctx: RunContext, profile: Profile) -> Exchange:
 
 def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None) -> dict[str, Any]:
     """The rungs of the ladder used, and exact agreement per category (pure)."""
-    methods: Counter[str] = Counter()
-    categories: dict[str, Counter[str]] = {}
-    for record in records:
-        metrics = record.outcome.metrics
-        if "method" in metrics:
-            methods[metrics["method"]] += 1
-        categories.setdefault(metrics.get("category", "?"), Counter())[record.status] += 1
-    return {
-        "methods": dict(methods),
-        "categories": {k: dict(sorted(v.items())) for k, v in sorted(categories.items())},
-    }
+    records = list(records)
+    methods = Counter(r.outcome.metrics["method"] for r in records if "method" in r.outcome.metrics)
+    return {"methods": dict(methods), "categories": status_counts(records, "category")}
 
 
 def cost(case: Case) -> float:

@@ -40,11 +40,11 @@ from ..outcome import CaseRecord, Finding, Outcome, Status
 from ..protocol.answers import ChatResult, Choice, ToolCall
 from ..protocol.requests import Chat, Exchange
 from ..stats import rate
-from .common import excerpt, rejected, schema_findings, unsupported
-from .evidence import NO_PROMPT_TOKENS, evidence_findings, prompt_tokens
-from .paired import case_outcome, paired_accuracy
 from .registry import family
-from .tool_matching import calls_of, compare_calls, parse_arguments, signature
+from .support.common import excerpt, rejected, schema_findings, unsupported
+from .support.evidence import NO_PROMPT_TOKENS, evidence_findings, prompt_tokens
+from .support.paired import case_outcome, paired_accuracy
+from .support.tool_matching import calls_of, compare_calls, parse_arguments, signature
 
 if TYPE_CHECKING:
     from ..cases.corpus import Case

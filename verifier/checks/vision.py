@@ -23,7 +23,7 @@ Images are made locally with Pillow (verifier/reference/images.py). Codes:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import EndpointTimeout
@@ -32,17 +32,23 @@ from ..protocol.answers import ChatResult
 from ..protocol.requests import Chat, Exchange
 from ..reference.image_tokens import image_tokens
 from ..reference.images import image_part, invalid_part
-from .common import agreement, excerpt, hang_finding, rejection_findings, unsupported
-from .evidence import NO_PROMPT_TOKENS, Malformed, counted, evidence_findings, prompt_tokens
 from .registry import QUICK, family
-from .shapes import shape_findings
+from .support.common import agreement, excerpt, hang_finding, rejection_findings, unsupported
+from .support.evidence import NO_PROMPT_TOKENS, Malformed, counted, evidence_findings, prompt_tokens
+from .support.shapes import shape_findings
+from .support.subchecks import (
+    FindingsOnly,
+    SubCheck,
+    Unsupported,
+    counting_requests,
+    run_checks,
+    status_counts,
+)
 
 if TYPE_CHECKING:
     from ..cases.corpus import Case
     from .registry import RunContext
 
-# A check's exchange: its requests, then its findings.
-Graded = Generator[Chat, ChatResult, list[Finding]]
 DIGIT_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
 _WORDS = re.compile(r"[a-z0-9]+")
 
@@ -147,10 +153,6 @@ class _Refused(Exception):
         self.what = what
 
 
-class _Unsupported(Exception):
-    """The check does not apply (the message says why)."""
-
-
 def _answered(result: ChatResult, what: str = "a valid image") -> str | None:
     if not result.ok:
         raise _Refused(result, what)
@@ -160,13 +162,13 @@ def _answered(result: ChatResult, what: str = "a valid image") -> str | None:
     return result.choice.content if result.choice else None
 
 
-def _run_semantic(case: Case, ctx: RunContext) -> Graded:
+def _run_semantic(case: Case, ctx: RunContext) -> FindingsOnly:
     images = [image_part(spec) for spec in case.data["images"]]
     content = _answered((yield _chat(ctx, content_parts(case.data, images), "semantic")))
     return answer_findings(content, case.data["expect"], "semantic")
 
 
-def _run_stale_cache(case: Case, ctx: RunContext) -> Graded:
+def _run_stale_cache(case: Case, ctx: RunContext) -> FindingsOnly:
     findings: list[Finding] = []
     answers = []
     for index, spec in enumerate(case.data["images"]):
@@ -191,7 +193,7 @@ def _run_stale_cache(case: Case, ctx: RunContext) -> Graded:
     return findings
 
 
-def _run_transport(case: Case, ctx: RunContext) -> Graded:
+def _run_transport(case: Case, ctx: RunContext) -> FindingsOnly:
     spec = case.data["images"][0]
     plain = {k: v for k, v in spec.items() if k not in ("format", "detail")}
     reference = _answered((yield _chat(ctx, content_parts(case.data, [image_part(plain)]), "png")))
@@ -223,11 +225,11 @@ def _image_cost(
     _answered(result)
     count = prompt_tokens(result)
     if base is None or count is None:
-        raise _Unsupported(NO_PROMPT_TOKENS)
+        raise Unsupported(NO_PROMPT_TOKENS, {"requests": len(ctx.observed)})
     return count - base
 
 
-def _run_tokens(case: Case, ctx: RunContext) -> Graded:
+def _run_tokens(case: Case, ctx: RunContext) -> FindingsOnly:
     rule = (ctx.profile.policies.images if ctx.profile else None) or {}
     spec = case.data["images"][0]
     width, height = spec.get("size", [64, 64])
@@ -263,7 +265,7 @@ def _run_tokens(case: Case, ctx: RunContext) -> Graded:
     ]
 
 
-def _run_consistency(case: Case, ctx: RunContext) -> Graded:
+def _run_consistency(case: Case, ctx: RunContext) -> FindingsOnly:
     spec = case.data["images"][0]
     if case.data["consistency"] == "twice":
         once = yield from _image_cost(
@@ -300,11 +302,11 @@ def _run_consistency(case: Case, ctx: RunContext) -> Graded:
     ]
 
 
-def _run_invalid(case: Case, ctx: RunContext) -> Graded:
+def _run_invalid(case: Case, ctx: RunContext) -> FindingsOnly:
     kind = case.data["invalid"]
     limit = (ctx.profile.policies.images or {}).get("max_side") if ctx.profile else None
     if kind == "oversize" and limit is None:
-        raise _Unsupported("the profile documents no image size limit")
+        raise Unsupported("the profile documents no image size limit")
     part = invalid_part(kind, max_side=limit)
     try:
         result = yield _chat(ctx, content_parts(case.data, [part]), kind)
@@ -318,28 +320,26 @@ def _run_invalid(case: Case, ctx: RunContext) -> Graded:
 
 # The checks whose probes have a known answer (compared with a baseline's).
 ANSWERED = ("semantic", "stale_cache", "transport")
-RUNS: dict[str, Callable[[Case, RunContext], Graded]] = {
-    "semantic": _run_semantic,
-    "stale_cache": _run_stale_cache,
-    "transport": _run_transport,
-    "tokens": _run_tokens,
-    "consistency": _run_consistency,
-    "invalid": _run_invalid,
+RUNS: dict[str, SubCheck] = {
+    "semantic": counting_requests(_run_semantic),
+    "stale_cache": counting_requests(_run_stale_cache),
+    "transport": counting_requests(_run_transport),
+    "tokens": counting_requests(_run_tokens),
+    "consistency": counting_requests(_run_consistency),
+    "invalid": counting_requests(_run_invalid),
 }
 
 
 def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None) -> dict[str, Any]:
     """Cases by status per check; probe results, and their agreement with a baseline's (pure)."""
-    checks: dict[str, dict[str, int]] = {}
+    records = list(records)
     answers: dict[str, str | None] = {}
     for record in records:
         check = record.outcome.metrics.get("check", "?")
-        row = checks.setdefault(check, {})
-        row[record.status] = row.get(record.status, 0) + 1
         if check in ANSWERED and record.status in ("pass", "fail"):
             result = "pass" if record.status == "pass" else record.outcome.code
             answers[record.id] = result
-    summary: dict[str, Any] = {"checks": dict(sorted(checks.items())), "answers": answers}
+    summary: dict[str, Any] = {"checks": status_counts(records), "answers": answers}
     if baseline is not None:
         summary["baseline"] = agreement(answers, baseline.get("metrics", {}).get("answers", {}))
     return summary
@@ -398,11 +398,6 @@ def run(case: Case, ctx: RunContext) -> Exchange:
             {"check": check, "requests": 0},
         )
     try:
-        findings = yield from RUNS[check](case, ctx)
-    except _Unsupported as exc:
-        return unsupported(str(exc), {"check": check, "requests": len(ctx.observed)})
+        return (yield from run_checks(case, ctx, RUNS))
     except _Refused as refused:
         return _refused_outcome(refused, {"check": check, "requests": len(ctx.observed)})
-    except Malformed as broken:
-        findings = broken.findings
-    return Outcome.from_findings(findings, metrics={"check": check, "requests": len(ctx.observed)})

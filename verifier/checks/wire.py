@@ -13,16 +13,16 @@ each case's metrics); this family's own cases fail on them. Codes:
   ``chunk_not_json``, ``event_unterminated``, ``stream_content_differs``;
 - parameters: ``max_tokens_not_honoured``, ``stop_not_honoured``, ``n_ignored``,
   ``seed_not_reproducible``;
-- logprobs (:mod:`.logprob_rules`, on every answer to a request that asks for them):
+- logprobs (:mod:`.support.logprob_rules`, on every answer to a request that asks for them):
   ``logprobs_missing``, ``logprobs_inconsistent``, ``logprob_positive``,
   ``top_logprobs_count_wrong``, ``top_logprobs_duplicated``, ``chosen_not_top``,
   ``chosen_logprob_differs``, ``stream_logprobs_differ``, ``top_logprobs_limit_not_enforced``;
 - errors: ``invalid_request_accepted`` (2xx), ``invalid_request_5xx``,
   ``invalid_request_hang``, ``error_shape``; the requests ``--negative`` generates from the
-  request schema are graded in :mod:`verifier.checks.bad_requests` (``error_param_wrong``,
+  request schema are graded in :mod:`verifier.checks.support.bad_requests` (``error_param_wrong``,
   ``server_degraded``, ``valid_request_rejected`` besides these);
 - usage: ``usage_missing``, ``usage_total_wrong``; completion_tokens against what the answer
-  delivered is output accounting's, on every family's answers (:mod:`.accounting`:
+  delivered is output accounting's, on every family's answers (:mod:`.support.accounting`:
   ``undelivered_tokens``, ``completion_tokens_mismatch``);
 - profile policies: ``sampling_limit_not_enforced`` (a value outside the model's limits
   accepted; the thinking switch is the reasoning family's);
@@ -32,34 +32,31 @@ each case's metrics); this family's own cases fail on them. Codes:
   ids the contract lists for it), ``defaults_not_applied`` (a request that leaves out the
   sampling values of the model's generation config samples otherwise than one that states
   them, with the same seed, on every one of four seeds whose stated sample reproduces:
-  :mod:`.defaults` gives the rule and its error rates).
+  :mod:`.support.defaults` gives the rule and its error rates).
 """
 
 from __future__ import annotations
 
 import json
-from collections import Counter
-from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import EndpointTimeout
-from ..outcome import CaseRecord, Finding, Outcome
+from ..outcome import CaseRecord, Finding
 from ..protocol.answers import ChatResult, Choice
 from ..protocol.requests import Chat, Exchange, Raw, Request
 from ..reference.profiles import model_key, pinned_values
-from .bad_requests import (
-    NotApplicable,
+from .registry import QUICK, family
+from .support.bad_requests import (
     invalid_request_findings,
     negative_coverage,
     run_generated,
 )
-from .common import (
+from .support.common import (
     excerpt,
     hang_finding,
-    rejected,
-    unsupported,
 )
-from .defaults import (
+from .support.defaults import (
     AGAIN,
     BLAME_SEEDS,
     OMITTED,
@@ -72,10 +69,10 @@ from .defaults import (
     said_nothing,
     undecided_reason,
 )
-from .evidence import evidence_findings
-from .logprob_rules import limit_findings, logprob_findings, stream_logprob_findings
-from .registry import QUICK, family
-from .shapes import shape_findings
+from .support.evidence import evidence_findings
+from .support.logprob_rules import limit_findings, logprob_findings, stream_logprob_findings
+from .support.shapes import shape_findings
+from .support.subchecks import Graded, Rejected, SubCheck, Unsupported, run_checks, status_counts
 
 if TYPE_CHECKING:
     from ..cases.corpus import Case
@@ -268,27 +265,6 @@ def _request(case: Case, ctx: RunContext) -> dict[str, Any]:
     return ctx.request(**case.data.get("request", {}))
 
 
-class _Unsupported(Exception):
-    """The check does not apply to this endpoint or profile (the message says why).
-
-    `metrics` are what was asked before it was known (requests sent, seeds read).
-    """
-
-    def __init__(self, reason: str, metrics: Mapping[str, Any] | None = None) -> None:
-        super().__init__(reason)
-        self.metrics = dict(metrics or {})
-
-
-class _Rejected(Exception):
-    """A valid request of this family was declined with a 4xx: the feature is unsupported."""
-
-    def __init__(self, result: ChatResult) -> None:
-        self.result = result
-
-
-Graded = Generator[Request, ChatResult, tuple[list[Finding], dict[str, Any]]]
-
-
 def _run_invalid(case: Case, ctx: RunContext) -> Graded:
     data = case.data
     request: Request
@@ -400,7 +376,7 @@ def _pair_findings(
         return stream_logprob_findings(results[0], results[1])
     if check == "seed" and a.content != b.content:
         if ctx.profile is not None and ctx.profile.policies.seed_supported is False:
-            raise _Unsupported(
+            raise Unsupported(
                 "the same seed gave different content, and the profile says "
                 "the server documents no seed support"
             )
@@ -419,7 +395,7 @@ def _pair_findings(
 def _run_answered(case: Case, ctx: RunContext) -> Graded:
     check = case.data["check"]
     if check == "parity" and ctx.sampled:
-        raise _Unsupported(
+        raise Unsupported(
             "the model's contract pins temperature above 0: stream and non-stream answers "
             "are samples and need not agree"
         )
@@ -427,7 +403,7 @@ def _run_answered(case: Case, ctx: RunContext) -> Graded:
     results = yield from _answers(case, request)
     refused = next((r for r in results if not r.ok), None)
     if refused is not None:
-        raise _Rejected(refused)
+        raise Rejected(refused)
     if request.get("logprobs"):
         _require_content_tokens(results)
     findings = [f for r in results for f in _answer_findings(check, request, r, ctx)]
@@ -447,7 +423,7 @@ def _require_content_tokens(results: Sequence[ChatResult]) -> None:
         c is not None and not c.content and c.reasoning and c.finish_reason == "length"
         for c in choices
     ):
-        raise _Unsupported(
+        raise Unsupported(
             "max_tokens ran out in the reasoning: no content token to read logprobs of",
             {"requests": len(results)},
         )
@@ -494,7 +470,7 @@ def _run_sampling_limits(case: Case, ctx: RunContext) -> Graded:
     sampling = (ctx.profile.policies.sampling if ctx.profile else None) or {}
     limits = {n: lim for n, lim in sampling.items() if "min" in lim or "max" in lim}
     if not limits:
-        raise _Unsupported("the profile declares no sampling limits")
+        raise Unsupported("the profile declares no sampling limits")
     findings: list[Finding] = []
     requests = 0
     for name, limit in sorted(limits.items()):
@@ -559,7 +535,7 @@ def _run_sampling_pins(case: Case, ctx: RunContext) -> Graded:
     limits = (ctx.profile.policies.sampling if ctx.profile else None) or {}
     pins = {n: p for n, p in sorted(limits.items()) if pinned_values(p)}
     if not pins:
-        raise _Unsupported("the profile pins no sampling value")
+        raise Unsupported("the profile pins no sampling value")
     findings: list[Finding] = []
     for name, pin in pins.items():
         value = off_pin(name, pin)
@@ -602,12 +578,12 @@ def served_model_findings(
 def _run_served_model(case: Case, ctx: RunContext) -> Graded:
     served = ctx.profile.settings.get("served_models") if ctx.profile else None
     if not served:
-        raise _Unsupported("the profile lists no served model ids to compare the answer's with")
+        raise Unsupported("the profile lists no served model ids to compare the answer's with")
     stream = bool(case.data.get("stream", False))
     label = "stream" if stream else "non-stream"
     result = yield Chat(_request(case, ctx), label, stream=stream)
     if not result.ok:
-        raise _Rejected(result)
+        raise Rejected(result)
     findings = evidence_findings(result, label) or served_model_findings(
         result, ctx.model, served, label
     )
@@ -617,9 +593,9 @@ def _run_served_model(case: Case, ctx: RunContext) -> Graded:
 def _run_generation_defaults(case: Case, ctx: RunContext) -> Graded:
     defaults = (ctx.profile.policies.generation_defaults if ctx.profile else None) or {}
     if not defaults:
-        raise _Unsupported("the model's contract states no generation defaults")
+        raise Unsupported("the model's contract states no generation defaults")
     if ctx.profile is not None and ctx.profile.policies.seed_supported is False:
-        raise _Unsupported("the profile says the server documents no seed support")
+        raise Unsupported("the profile says the server documents no seed support")
     omitted = {k: v for k, v in _request(case, ctx).items() if k not in {*defaults, "temperature"}}
     stated = {**omitted, **defaults}
     bodies = {STATED: stated, AGAIN: stated, OMITTED: omitted}
@@ -634,12 +610,12 @@ def _run_generation_defaults(case: Case, ctx: RunContext) -> Graded:
             answers[name] = yield Chat({**bodies[name], "seed": seed}, label)
             asked += 1
             if not answers[name].ok:
-                raise _Rejected(answers[name])
+                raise Rejected(answers[name])
             broken = evidence_findings(answers[name], label)
             if broken:
                 return broken, {"requests": asked}
             if said_nothing(answers[name]):
-                raise _Unsupported(
+                raise Unsupported(
                     f"the answer to {label} has no text, reasoning or call: it shows no sample",
                     {"requests": asked},
                 )
@@ -647,7 +623,7 @@ def _run_generation_defaults(case: Case, ctx: RunContext) -> Graded:
         ruling = decide([t.kind for t in trials])
     metrics: dict[str, Any] = {"seeds": [t.kind for t in trials], "ruling": ruling}
     if ruling == "undecided":
-        raise _Unsupported(undecided_reason(trials), {"requests": asked, **metrics})
+        raise Unsupported(undecided_reason(trials), {"requests": asked, **metrics})
     without: dict[str, list[ChatResult]] = {}
     if ruling == "not_applied":
         for name in sorted(defaults):
@@ -664,7 +640,7 @@ def _run_generation_defaults(case: Case, ctx: RunContext) -> Graded:
 
 
 # The checks that are not "send the request, grade the answer" (see _run_answered).
-RUNS: dict[str, Callable[[Case, RunContext], Graded]] = {
+RUNS: dict[str, SubCheck] = {
     "invalid": _run_invalid,
     "generated": run_generated,
     "sampling_limits": _run_sampling_limits,
@@ -677,16 +653,9 @@ RUNS: dict[str, Callable[[Case, RunContext], Graded]] = {
 
 def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None) -> dict[str, Any]:
     """Per check: how many cases passed; with ``--negative``, its coverage per field (pure)."""
-    checks: dict[str, Counter[str]] = {}
-    generated = []
-    for record in records:
-        check = record.outcome.metrics.get("check", "?")
-        checks.setdefault(check, Counter())[record.status] += 1
-        if check == "generated":
-            generated.append(record)
-    summary: dict[str, Any] = {
-        "checks": {k: dict(sorted(v.items())) for k, v in sorted(checks.items())}
-    }
+    records = list(records)
+    summary: dict[str, Any] = {"checks": status_counts(records)}
+    generated = [r for r in records if r.outcome.metrics.get("check") == "generated"]
     if generated:
         summary["negative"] = negative_coverage(generated)
     return summary
@@ -708,13 +677,4 @@ def cost(case: Case) -> float:
 @family("wire", summarize=summarize, cost=cost)
 def run(case: Case, ctx: RunContext) -> Exchange:
     """Shapes, streaming protocol, parameters, error responses and usage."""
-    check = case.data["check"]
-    try:
-        findings, metrics = yield from RUNS.get(check, _run_answered)(case, ctx)
-    except (_Unsupported, NotApplicable) as exc:
-        generated = {k: case.data[k] for k in ("field", "mutation") if check == "generated"}
-        asked = exc.metrics if isinstance(exc, _Unsupported) else {}
-        return unsupported(str(exc), {"check": check, "requests": 0, **generated, **asked})
-    except _Rejected as refused:
-        return rejected(check, refused.result, {"check": check, "requests": 1})
-    return Outcome.from_findings(findings, metrics={**metrics, "check": check})
+    return (yield from run_checks(case, ctx, RUNS, default=_run_answered))

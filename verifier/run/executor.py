@@ -15,9 +15,9 @@ from typing import Any
 
 from ..cases.corpus import Case
 from ..checks import FAMILIES
-from ..checks.accounting import account_answers, with_accounting
 from ..checks.registry import RunContext
-from ..checks.shapes import shape_summary
+from ..checks.support.accounting import account_answers, with_accounting
+from ..checks.support.shapes import shape_summary
 from ..endpoint.client import EndpointClient
 from ..errors import EndpointError
 from ..outcome import CaseRecord, Outcome, Status
@@ -87,9 +87,9 @@ def run_case(
     Every answer the case got is also checked against the OpenAI answer schemas; what is
     found goes into the outcome's ``shapes`` metric (this family's verdict is not touched:
     the wire family owns shapes). With a profile, every answer's bill is held to what it
-    delivered (output accounting, :mod:`verifier.checks.accounting`): its figures go into the
-    ``accounting`` metric and its findings fail the case, whichever family sent it. A request
-    for the reference goes to `reference`.
+    delivered (output accounting, :mod:`verifier.checks.support.accounting`): its figures go
+    into the ``accounting`` metric and its findings fail the case, whichever family sent it.
+    A request for the reference goes to `reference`.
     """
     ctx = dataclasses.replace(base, observed=[])
     # The endpoint's answers to chat requests, with what was asked: output accounting's input.

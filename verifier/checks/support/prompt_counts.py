@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Generator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..outcome import Finding
-from ..protocol.answers import ChatResult
-from ..protocol.requests import Chat, Post
-from ..protocol.tokenize import apply_template, prompt_token_ids, tokenize_text
+from ...outcome import Finding
+from ...protocol.answers import ChatResult
+from ...protocol.requests import Chat, Post
+from ...protocol.tokenize import apply_template, prompt_token_ids, tokenize_text
 from .common import excerpt
 from .renderings import (
     Conversation,
@@ -31,8 +31,8 @@ from .renderings import (
 )
 
 if TYPE_CHECKING:
-    from ..reference.profiles import Profile
-    from .registry import RunContext
+    from ...reference.profiles import Profile
+    from ..registry import RunContext
 
 Observations = Sequence[tuple[Conversation, Observed]]
 _COUNT = "$.usage.prompt_tokens"

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..stats import mcnemar_exact, paired_difference_interval
+from ...stats import mcnemar_exact, paired_difference_interval
 
 METHOD = (
     "cases graded in both runs, paired by case id; difference = candidate minus reference "

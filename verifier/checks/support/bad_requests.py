@@ -19,24 +19,19 @@ import re
 from collections.abc import Generator, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..cases.negative import BASES, MODEL, narrowed, schema_fields, smaller, with_model
-from ..errors import EndpointError, EndpointStatusError, EndpointTimeout
-from ..outcome import CaseRecord, Finding
-from ..protocol.answers import ChatResult
-from ..protocol.requests import Chat, Raw, Request
+from ...cases.negative import BASES, MODEL, narrowed, schema_fields, smaller, with_model
+from ...errors import EndpointError, EndpointStatusError, EndpointTimeout
+from ...outcome import CaseRecord, Finding
+from ...protocol.answers import ChatResult
+from ...protocol.requests import Chat, Raw, Request
 from .common import excerpt, rejection_findings
 from .evidence import evidence_findings
 from .shapes import shape_findings
+from .subchecks import Graded, Unsupported
 
 if TYPE_CHECKING:
-    from ..cases.corpus import Case
-    from .registry import RunContext
-
-Graded = Generator[Request, ChatResult, tuple[list[Finding], dict[str, Any]]]
-
-
-class NotApplicable(Exception):
-    """The case does not apply to this endpoint (the message says why)."""
+    from ...cases.corpus import Case
+    from ..registry import RunContext
 
 
 def invalid_request_findings(
@@ -81,7 +76,7 @@ def run_generated(case: Case, ctx: RunContext) -> Graded:
     metrics: dict[str, Any] = {"field": data["field"], "mutation": data["mutation"]}
     if data.get("needs") == "vision" and not ctx.vision:
         # A bad image request to an endpoint without images says nothing of the field.
-        raise NotApplicable("the endpoint takes no images (probe)")
+        raise Unsupported("the endpoint takes no images (probe)", metrics)
     expect = data["expect"]
     accept = expect == "accept"
     what = WHAT[expect]
@@ -109,30 +104,7 @@ def run_generated(case: Case, ctx: RunContext) -> Graded:
     else:
         metrics["status"] = result.status
         metrics["param"] = (result.error_object or {}).get("param")
-        if accept and result.status >= 500:
-            # A server error that outlived the retries, as any valid request can get.
-            raise EndpointStatusError(
-                f"{ctx.model} answered a valid request HTTP {result.status} through "
-                f"{result.attempts} attempts",
-                status=result.status,
-                attempts=result.attempts,
-            )
-        if accept:
-            findings = (
-                evidence_findings(result, "bad") if result.ok else [_rejected_edge(result, shown)]
-            )
-        else:
-            graded = invalid_request_findings(result, "bad", what=what)
-            if expect == "bounded":
-                # Refused or answered, either will do; only a server error is a finding, and
-                # an answer must be one.
-                graded = [f for f in graded if f.code != "invalid_request_accepted"]
-                graded += evidence_findings(result, "bad") if result.ok else []
-            if not graded and "path" in data:
-                graded = param_findings(metrics["param"], data["field"])
-            findings = [
-                dataclasses.replace(f, message=f"{f.message}; the request, {shown}") for f in graded
-            ]
+        findings = _graded(result, data, ctx, shown)
     if accept:
         return findings, {**metrics, "requests": 1}
     assert control is not None
@@ -145,17 +117,45 @@ def run_generated(case: Case, ctx: RunContext) -> Graded:
     shrunk, sends = yield from _shrink(data, ctx, failed)
     metrics.update(shrink_requests=sends, shrunk=shrunk)
     if shrunk is not None:
-        smallest = _as_sent(shrunk, data, ctx)
+        smallest = excerpt(_as_sent(shrunk, data, ctx), 240)
         findings = [
-            dataclasses.replace(
-                f,
-                message=f"{f.message}; the smallest that fails so, {excerpt(smallest, 240)}",
-            )
+            dataclasses.replace(f, message=f"{f.message}; the smallest that fails so, {smallest}")
             if f.code in failed
             else f
             for f in findings
         ]
     return findings, {**metrics, "requests": requests + sends}
+
+
+def _graded(
+    result: ChatResult, data: Mapping[str, Any], ctx: RunContext, shown: str
+) -> list[Finding]:
+    """The answer to the generated request, graded by what the case expects of it.
+
+    Raises:
+        EndpointStatusError: a valid request got a server error that outlived the retries.
+    """
+    expect = data["expect"]
+    accept, what = expect == "accept", WHAT[expect]
+    if accept and result.status >= 500:
+        # A server error that outlived the retries, as any valid request can get.
+        raise EndpointStatusError(
+            f"{ctx.model} answered a valid request HTTP {result.status} through "
+            f"{result.attempts} attempts",
+            status=result.status,
+            attempts=result.attempts,
+        )
+    if accept:
+        return evidence_findings(result, "bad") if result.ok else [_rejected_edge(result, shown)]
+    graded = invalid_request_findings(result, "bad", what=what)
+    if expect == "bounded":
+        # Refused or answered, either will do; only a server error is a finding, and
+        # an answer must be one.
+        graded = [f for f in graded if f.code != "invalid_request_accepted"]
+        graded += evidence_findings(result, "bad") if result.ok else []
+    if not graded and "path" in data:
+        graded = param_findings((result.error_object or {}).get("param"), data["field"])
+    return [dataclasses.replace(f, message=f"{f.message}; the request, {shown}") for f in graded]
 
 
 def _answer_or_error(request: Chat) -> Generator[Request, ChatResult, ChatResult | EndpointError]:

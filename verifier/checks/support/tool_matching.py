@@ -8,8 +8,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..outcome import Finding
-from ..protocol.answers import Choice
+from ...outcome import Finding
+from ...protocol.answers import Choice
 
 _IGNORED_IN_STRINGS = re.compile(r"[\s,./\-_*^'\"]+")
 

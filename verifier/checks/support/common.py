@@ -13,10 +13,10 @@ from jsonschema import Draft202012Validator
 from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
 
-from ..errors import EndpointTimeout
-from ..outcome import Finding, Outcome, Status
-from ..protocol.answers import ChatResult
-from ..stats import rate
+from ...errors import EndpointTimeout
+from ...outcome import Finding, Outcome, Status
+from ...protocol.answers import ChatResult
+from ...stats import rate
 
 # How many disagreeing cases a baseline comparison lists.
 SHOWN_DISAGREEMENTS = 10

@@ -13,8 +13,8 @@ Every family grades an answer only through these functions, so that one rule hol
 
 from __future__ import annotations
 
-from ..outcome import Finding
-from ..protocol.answers import ChatResult
+from ...outcome import Finding
+from ...protocol.answers import ChatResult
 
 # Answers whose shape is so broken that nothing else can be graded.
 UNREADABLE = frozenset(

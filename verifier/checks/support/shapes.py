@@ -13,9 +13,9 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-from .. import resources
-from ..outcome import Finding
-from ..protocol.answers import ChatResult
+from ... import resources
+from ...outcome import Finding
+from ...protocol.answers import ChatResult
 from .common import excerpt
 
 MAX_SHAPE_FINDINGS = 5

@@ -32,8 +32,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..outcome import Finding
-from ..protocol.answers import ChatResult
+from ...outcome import Finding
+from ...protocol.answers import ChatResult
 from .common import excerpt
 from .distributions import CHOICE_TOLERANCE, token_key
 
@@ -160,21 +160,7 @@ def logprob_findings(
     found: dict[str, list[int]] = {}
     reasons: dict[str, str] = {}
     for position, entry in enumerate(entries):
-        alternatives = _alternatives(entry)
-        values = [float(entry["logprob"])] + [float(a["logprob"]) for a in alternatives]
-        checks = {
-            "logprob_positive": f"logprob {max(values)}" if max(values) > 0 else None,
-            "top_logprobs_count_wrong": (
-                f"{len(alternatives)} alternatives where {top} were asked for"
-                if top is not None and len(alternatives) != top
-                else None
-            ),
-            "top_logprobs_duplicated": (
-                "a token listed twice among the alternatives" if _duplicated(entry) else None
-            ),
-        }
-        checks["chosen_not_top"], checks["chosen_logprob_differs"] = _chosen_problem(entry, greedy)
-        for code, reason in checks.items():
+        for code, reason in _entry_problems(entry, top, greedy).items():
             if reason is not None:
                 found.setdefault(code, []).append(position)
                 reasons.setdefault(code, f"position {position}: {reason}")
@@ -188,6 +174,27 @@ def logprob_findings(
         )
         for code, positions in found.items()
     ]
+
+
+def _entry_problems(
+    entry: Mapping[str, Any], top: int | None, greedy: bool
+) -> dict[str, str | None]:
+    """Each rule's code, with what one token's entry breaks of it (None: kept) (pure)."""
+    alternatives = _alternatives(entry)
+    values = [float(entry["logprob"])] + [float(a["logprob"]) for a in alternatives]
+    problems = {
+        "logprob_positive": f"logprob {max(values)}" if max(values) > 0 else None,
+        "top_logprobs_count_wrong": (
+            f"{len(alternatives)} alternatives where {top} were asked for"
+            if top is not None and len(alternatives) != top
+            else None
+        ),
+        "top_logprobs_duplicated": (
+            "a token listed twice among the alternatives" if _duplicated(entry) else None
+        ),
+    }
+    problems["chosen_not_top"], problems["chosen_logprob_differs"] = _chosen_problem(entry, greedy)
+    return problems
 
 
 def content_entries(

@@ -44,8 +44,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..outcome import Finding
-from ..protocol.answers import ChatResult
+from ...outcome import Finding
+from ...protocol.answers import ChatResult
 from .tool_matching import calls_of, signature
 
 # Seeds asked (k): every one must differ for a failure; all but one must agree for a pass.

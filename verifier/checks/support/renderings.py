@@ -27,11 +27,11 @@ import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..reference.template import Rendered
-from ..reference.tokenizer import encode_all_special, encode_prompt
+from ...reference.template import Rendered
+from ...reference.tokenizer import encode_all_special, encode_prompt
 
 if TYPE_CHECKING:
-    from ..reference.profiles import Profile
+    from ...reference.profiles import Profile
 
 Messages = Sequence[Mapping[str, Any]]
 Tools = Sequence[Mapping[str, Any]] | None

@@ -39,12 +39,12 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..outcome import Finding, Outcome, Status
-from ..protocol.answers import ChatResult, Choice
-from ..reference.dialect import DEFAULT_FIELD
-from ..reference.output import model_output
-from ..reference.profiles import Profile
-from ..reference.tokenizer import encode_prompt
+from ...outcome import Finding, Outcome, Status
+from ...protocol.answers import ChatResult, Choice
+from ...reference.dialect import DEFAULT_FIELD
+from ...reference.output import model_output
+from ...reference.profiles import Profile
+from ...reference.tokenizer import encode_prompt
 from .common import excerpt
 
 # How far billing may stray from the rendered count where the template does not decide it:
