@@ -575,7 +575,7 @@ class EndpointClient:
         if retry_after is not None:
             return min(retry_after, RETRY_AFTER_CAP)
         # Exponential backoff with jitter: [0.5, 1] x base x 2^(attempt-1), capped.
-        ceiling = min(self.backoff * 2 ** (attempt - 1), 30.0)
+        ceiling: float = min(self.backoff * 2 ** (attempt - 1), 30.0)
         return ceiling * (0.5 + self._random.random() / 2)
 
     def _auth_message(self, status: int) -> str:

@@ -114,10 +114,11 @@ def list_models(client: EndpointClient) -> tuple[str, ...] | None:
 
 def tokenizer_endpoints(client: EndpointClient, model: str) -> TokenizerEndpoints:
     """Which tokenizer routes the server answers (a few small requests, labelled ``probe/``)."""
-    return drive(
+    found: TokenizerEndpoints = drive(
         probe_tokenizer_endpoints(model),
         lambda request: client.send(request, f"probe/{request.name}"),
     )
+    return found
 
 
 def refuse_redirect(client: EndpointClient, result: ChatResult, path: str) -> None:

@@ -469,7 +469,7 @@ class VerifierSession:
             node = FamilyCollector.from_parent(
                 session, name=name, nodeid=name, cases=self.corpus.by_family(name)
             )
-            items.extend(session.genitems(node))  # type: ignore[arg-type]
+            items.extend(session.genitems(node))
         session.items = items
         hook = self.config.hook
         hook.pytest_collection_modifyitems(session=session, config=self.config, items=session.items)
@@ -546,11 +546,11 @@ class VerifierSession:
         outcome = getattr(report, "verifier_outcome", None)
         if outcome is None or getattr(report, "verifier_resumed", False):
             return
-        key: str = report.verifier_case  # type: ignore[attr-defined]
+        key: str = report.verifier_case
         self.journal.append(
             {
                 "case": key,
-                "family": report.verifier_family,  # type: ignore[attr-defined]
+                "family": report.verifier_family,
                 "time": _now(),
                 "outcome": outcome,
             }

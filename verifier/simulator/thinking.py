@@ -67,8 +67,9 @@ def generic_mode(request: Mapping[str, Any]) -> bool:
         if isinstance(kwargs, dict) and isinstance(kwargs.get(key), bool):
             return bool(kwargs[key])
     thinking = request.get("thinking")
-    if isinstance(thinking, dict) and thinking.get("type") in ("enabled", "disabled"):
-        return thinking["type"] == "enabled"
+    kind = thinking.get("type") if isinstance(thinking, dict) else None
+    if isinstance(kind, str) and kind in ("enabled", "disabled"):
+        return kind == "enabled"
     return request.get("reasoning_effort") in ("low", "medium", "high")
 
 
