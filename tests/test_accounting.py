@@ -148,6 +148,26 @@ def test_a_cut_answer_has_no_end_token_and_the_stated_bound(kimi: Profile) -> No
     assert (found.tokens, found.low, found.high) == (counted, counted - low, counted + high)
 
 
+@pytest.mark.parametrize("finish", ["stop", "length"])
+def test_an_answer_the_template_cannot_render_is_its_text_and_a_cut_one_keeps_its_bound(
+    kimi: Profile, finish: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A template that raises after the conversation: the text, counted, and the bounds of
+    every reason that applies (SmolLM2's template on a tool-call history, cut at max_tokens,
+    bills within both)."""
+    from verifier.checks.support import accounting
+
+    monkeypatch.setattr(accounting, "model_output", lambda *args: None)
+    found = delivered(kimi, ASKED, _answer("Hello there", finish=finish))
+    counted = len(kimi.tokenizer.encode_ordinary("Hello there"))
+    reasons = ("untemplated",) if finish == "stop" else ("untemplated", "length")
+    low = sum(BOUNDS[r][0] for r in reasons)
+    high = sum(BOUNDS[r][1] for r in reasons)
+    assert found is not None and found.reasons == reasons
+    assert (found.tokens, found.low, found.high) == (counted, counted - low, counted + high)
+    assert delivered(kimi, ASKED, _answer("Hi", calls=(_call(0, "Paris"),), finish=finish)) is None
+
+
 def test_a_stop_sequence_may_be_billed_but_not_delivered(kimi: Profile) -> None:
     request = {**ASKED, "stop": ["\n\nEND"]}
     found = delivered(kimi, request, _answer("Hello there"))

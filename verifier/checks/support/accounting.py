@@ -25,8 +25,8 @@ Where it does not, the comparison allows a stated bound (:data:`BOUNDS`):
   one token per byte of the ordinary text more;
 - ``untemplated``: the template cannot render the message after the conversation (it raises,
   or the rendering does not extend the generation prompt): the content and reasoning are
-  counted as text, with one token either way, and an answer with tool calls is not
-  accounted.
+  counted as text, one token fewer or two more billed (and a cut answer's bound besides),
+  and an answer with tool calls is not accounted.
 
 More billed than delivered beyond the bound is ``undelivered_tokens`` (the engine generated
 tokens the answer lost: a tool call dropped, reasoning swallowed, content cut); less billed
@@ -150,15 +150,20 @@ def _choice_count(
     generated = model_output(profile, request, message)
     reasons: list[str] = []
     tokenizer = profile.tokenizer
+    # An answer without a finish_reason may have been cut: it is counted as one.
+    unfinished = choice.finish_reason in ("length", None)
     if generated is None:
         if choice.tool_calls:
             return None
         text = (choice.reasoning or "") + (choice.content or "")
         count = len(tokenizer.encode_ordinary(text)) if text else 0
         low, high = BOUNDS["untemplated"]
-        return count, count - low, count + high, ("untemplated",), text
-    # An answer without a finish_reason may have been cut: it is counted as one.
-    unfinished = choice.finish_reason in ("length", None)
+        if not unfinished:
+            return count, count - low, count + high, ("untemplated",), text
+        # Cut as well: its last tokens may be pieces of a character, as any cut answer's.
+        reason = "length" if choice.finish_reason else "no finish_reason"
+        low, high = low + BOUNDS["length"][0], high + BOUNDS["length"][1]
+        return count, count - low, count + high, ("untemplated", reason), text
     cut = None
     if unfinished:
         strings = [choice.reasoning or "", choice.content or ""]
