@@ -140,6 +140,35 @@ def test_every_run_is_complete_and_well_formed(realserver_run: SuiteRun, name: s
     assert run.returncode == 1, "every process has at least one real defect (below)"
 
 
+@pytest.mark.parametrize("name", LLAMA_SERVERS)
+def test_every_bill_is_held_to_what_was_delivered(realserver_run: SuiteRun, name: str) -> None:
+    """Output accounting on llama-server: every answer accounted, most of them to the token.
+
+    What llama-server bills, measured (README, "Output accounting"): exactly what it delivers
+    wherever the template decides the rendering; within the stated bound where max_tokens cut
+    the answer (the one-token probes of chat_template and tokenizer) or a grammar decoded it
+    (structured output; tool_choice required or named). Two bills differ from the delivery,
+    each under its own code: a prefill continued (chat_template: the continuation billed, a
+    new turn delivered) and n choices billed as one (wire). Nothing billed goes undelivered.
+    """
+    families = realserver_run(name).scorecard["families"]
+    figures = {family: found["metrics"]["accounting"] for family, found in families.items()}
+    for found in figures.values():
+        assert found["answers"] == found["exact"] + found["bounded"] + found["unaccounted"]
+    assert not any("undelivered_tokens" in found["codes"] for found in families.values())
+    mismatched = {
+        f for f, found in families.items() if "completion_tokens_mismatch" in found["codes"]
+    }
+    if name not in TEXT_SERVERS:
+        assert mismatched == set() and figures["vision"]["exact"] > 0
+        return
+    assert mismatched == {"chat_template", "wire"}
+    for family in ("tool_calling", "wire"):
+        assert figures[family]["exact"] > figures[family]["bounded"], figures[family]
+    # The one answer not accounted is the stream that asked for no usage.
+    assert sum(found["unaccounted"] for found in figures.values()) == 1
+
+
 def test_structured_output_with_the_dedicated_kimi_handler(realserver_run: SuiteRun) -> None:
     """A real server defect, reported: response_format is accepted and silently not enforced.
 
