@@ -10,8 +10,8 @@ import threading
 from types import FrameType
 
 from ..errors import VerifierError
-from ..reference.profiles import load_profile
-from ..simulator.defects import parse_defects
+from ..reference.profiles import Profile, load_profile
+from ..simulator.defects import Defects, parse_defects
 from ..simulator.model import MODEL_ID
 from ..simulator.pace import Pace
 from ..simulator.server import SimulatorServer
@@ -25,10 +25,26 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Serve an OpenAI-compatible endpoint of our own with a tiny deterministic "
         "model and switchable defects. Prints its base URL as the first line of stdout.",
     )
+    # The groups are added in this order because --help lists the options as added.
+    _add_listen_options(parser)
+    _add_defect_options(parser)
+    _add_timing_options(parser)
+    _add_noise_options(parser)
+    _add_auth_options(parser)
+    _add_model_options(parser)
+    parser.set_defaults(handler=run)
+
+
+def _add_listen_options(parser: argparse.ArgumentParser) -> None:
+    """Add --host and --port, where the server listens."""
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)"
     )
     parser.add_argument("--port", type=int, default=0, help="port (default: 0, a free one)")
+
+
+def _add_defect_options(parser: argparse.ArgumentParser) -> None:
+    """Add --defect and --fault-seed, which defects are on and which requests they hit."""
     parser.add_argument(
         "--defect",
         action="append",
@@ -44,6 +60,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="seed deciding which chat requests the fault-* defects hit, and the "
         "--logit-noise each request gets (default: 0)",
     )
+
+
+def _add_timing_options(parser: argparse.ArgumentParser) -> None:
+    """Add the options that pace the answers: latency, first token, decode rate."""
     parser.add_argument(
         "--latency-ms", type=float, default=0.0, help="milliseconds to wait before each answer"
     )
@@ -61,6 +81,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="R",
         help="the decode rate after the first token (default: as fast as it can)",
     )
+
+
+def _add_noise_options(parser: argparse.ArgumentParser) -> None:
+    """Add --timing-jitter and --logit-noise, the per-request variation seeded by --fault-seed."""
     parser.add_argument(
         "--timing-jitter",
         type=float,
@@ -78,11 +102,19 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--fault-seed and the request's number), as batch-dependent kernels do: the text is "
         "unchanged, its logprobs differ from request to request (default: 0, none)",
     )
+
+
+def _add_auth_options(parser: argparse.ArgumentParser) -> None:
+    """Add --require-key-env, the API key the server demands."""
     parser.add_argument(
         "--require-key-env",
         metavar="NAME",
         help="require the key held in this environment variable as a Bearer token",
     )
+
+
+def _add_model_options(parser: argparse.ArgumentParser) -> None:
+    """Add the options that shape the served model: profile, tokenizer API, id, vision."""
     parser.add_argument(
         "--profile",
         metavar="NAME|hf:ORG/NAME[@REV]|PATH|NAME:PATH|gguf:PATH",
@@ -107,7 +139,6 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="serve a text-only model: image parts are refused with HTTP 400",
     )
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -138,17 +169,28 @@ def run(args: argparse.Namespace) -> int:
         except VerifierError as exc:
             sys.stderr.write(f"verifier simulate: error: {exc}\n")
             return 2
+    server = _bind(args, defects, api_key, profile)
+    if server is None:
+        return 2
+    _serve(server, defects, args.fault_seed)
+    return 0
+
+
+def _bind(
+    args: argparse.Namespace, defects: Defects, api_key: str | None, profile: Profile | None
+) -> SimulatorServer | None:
+    """Pace the answers and bind the server; on a bad option or port, report it, return None."""
     rate = args.tokens_per_second
     if rate is not None and not 0 < rate < float("inf"):
         sys.stderr.write(
             f"verifier simulate: error: --tokens-per-second must be a number > 0, given {rate}\n"
         )
-        return 2
+        return None
     try:
         pace = Pace(
             args.ttft_ms / 1000, 1 / rate if rate else 0.0, args.timing_jitter, args.fault_seed
         )
-        server = SimulatorServer(
+        return SimulatorServer(
             (args.host, args.port),
             defects=defects,
             latency=args.latency_ms / 1000,
@@ -163,12 +205,16 @@ def run(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:
         sys.stderr.write(f"verifier simulate: error: {exc}\n")
-        return 2
+        return None
     except OSError as exc:
         sys.stderr.write(
             f"verifier simulate: error: cannot listen on {args.host}:{args.port}: {exc.strerror}\n"
         )
-        return 2
+        return None
+
+
+def _serve(server: SimulatorServer, defects: Defects, fault_seed: int) -> None:
+    """Print the base URL and the defects on, then serve until SIGINT or SIGTERM."""
 
     def stop(signum: int, frame: FrameType | None) -> None:
         threading.Thread(target=server.shutdown, daemon=True).start()
@@ -176,11 +222,10 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, stop)
     sys.stdout.write(server.base_url + "\n")
     if defects.active:
-        seeded = f" (fault seed {args.fault_seed})" if defects.rates() else ""
+        seeded = f" (fault seed {fault_seed})" if defects.rates() else ""
         sys.stdout.write(f"defects: {', '.join(defects.names())}{seeded}\n")
     sys.stdout.flush()
     try:
         server.serve_forever(poll_interval=0.1)
     finally:
         server.server_close()
-    return 0
