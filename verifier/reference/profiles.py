@@ -485,6 +485,30 @@ def load_profile(spec: str) -> Profile:
     """
     if spec.startswith(GGUF_PREFIX):
         return load_gguf_profile(Path(spec.removeprefix(GGUF_PREFIX)).expanduser())
+    name, roots, snapshot, contract = _locate(spec)
+    root = roots[0]
+    settings = _settings(roots, name)
+    if snapshot is not None:
+        _refuse_remote_code(spec, snapshot, settings)
+    template, tokenizer, origin = _load_files(roots, settings)
+    profile = Profile(
+        name,
+        root,
+        template,
+        tokenizer,
+        settings,
+        builtin=root.parent == BUILTIN_DIR or contract is not None,
+        snapshot=snapshot,
+    )
+    try:
+        profile.prompt_ids([{"role": "user", "content": "Hello"}])
+    except TemplateError as exc:
+        raise ConfigError(f"--profile: {origin}: {exc}") from None
+    return profile
+
+
+def _locate(spec: str) -> tuple[str, tuple[Path, ...], hub.Snapshot | None, str | None]:
+    """The profile's name, its roots (deepest first), its hub snapshot, its built-in contract."""
     snapshot: hub.Snapshot | None = None
     contract: str | None = None
     if spec.startswith(hub.HUB_PREFIX):
@@ -502,10 +526,14 @@ def load_profile(spec: str) -> Profile:
         if repository is not None:
             snapshot = hub.fetch(repository["repo"], repository["revision"])
             roots, contract = (snapshot.folder, root), name
+    return name, roots, snapshot, contract
+
+
+def _load_files(
+    roots: Sequence[Path], settings: Mapping[str, Any]
+) -> tuple[ChatTemplate, Tokenizer, str]:
+    """Load the template and tokenizer of `roots`; also return where the template came from."""
     root = roots[0]
-    settings = _settings(roots, name)
-    if snapshot is not None:
-        _refuse_remote_code(spec, snapshot, settings)
     config_file = _first(roots, "tokenizer_config.json")
     config = _read_json(config_file) if config_file is not None else {}
     variables = {
@@ -531,20 +559,7 @@ def load_profile(spec: str) -> Profile:
             f"--profile: the tokenizer in {root} does not load: "
             f"{type(exc).__name__}: {' '.join(str(exc).split())}"
         ) from None
-    profile = Profile(
-        name,
-        root,
-        template,
-        tokenizer,
-        settings,
-        builtin=root.parent == BUILTIN_DIR or contract is not None,
-        snapshot=snapshot,
-    )
-    try:
-        profile.prompt_ids([{"role": "user", "content": "Hello"}])
-    except TemplateError as exc:
-        raise ConfigError(f"--profile: {origin}: {exc}") from None
-    return profile
+    return template, tokenizer, origin
 
 
 def _with_shared(roots: Sequence[Path]) -> tuple[Path, ...]:
