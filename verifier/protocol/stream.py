@@ -202,13 +202,7 @@ class StreamAccumulator:
                 self._problem("chunk_not_object", "a chunk choice is not an object", number)
 
     def _add_choice(self, raw: dict[str, Any], number: int) -> None:
-        index = raw.get("index")
-        if not isinstance(index, int):
-            self._problem("choice_index_missing", "a chunk choice has no integer index", number)
-            index = 0
-        state = self._choices.get(index)
-        if state is None:
-            state = self._choices[index] = _ChoiceState(Choice(index=index), first_chunk=number)
+        state = self._state_of(raw, number)
         delta = raw.get("delta")
         if not isinstance(delta, dict):
             delta = {}
@@ -221,16 +215,7 @@ class StreamAccumulator:
             state.choice.logprobs = (state.choice.logprobs or []) + entries
         role = delta.get("role")
         if role is not None:
-            state.roles_seen += 1
-            if state.roles_seen > 1:
-                self._problem(
-                    "role_repeated", f"role sent again in a later delta ({role!r})", number
-                )
-            elif number != state.first_chunk:
-                self._problem(
-                    "role_not_first", "role is not in the first delta of the choice", number
-                )
-            state.choice.role = state.choice.role or role
+            self._add_role(state, role, number)
         content = delta.get("content")
         reasoning = reasoning_of(delta)
         calls = delta.get("tool_calls")
@@ -260,16 +245,40 @@ class StreamAccumulator:
             self._add_calls(state, calls, number)
         finish = raw.get("finish_reason")
         if finish is not None:
-            if state.choice.finish_reason is not None:
-                self._problem(
-                    "finish_reason_repeated",
-                    f"a second finish_reason {finish!r} after {state.choice.finish_reason!r}",
-                    number,
-                )
-            else:
-                state.choice.finish_reason = finish
+            self._add_finish(state, finish, number)
         if role is None and not content and not reasoning and not calls and finish is None:
             self.result.empty_deltas += 1
+
+    def _state_of(self, raw: dict[str, Any], number: int) -> _ChoiceState:
+        """The state of the choice `raw` continues, begun at chunk `number` when it is new."""
+        index = raw.get("index")
+        if not isinstance(index, int):
+            self._problem("choice_index_missing", "a chunk choice has no integer index", number)
+            index = 0
+        state = self._choices.get(index)
+        if state is None:
+            state = self._choices[index] = _ChoiceState(Choice(index=index), first_chunk=number)
+        return state
+
+    def _add_role(self, state: _ChoiceState, role: Any, number: int) -> None:
+        """Take a delta's role: the first one counts, a later or repeated one is recorded."""
+        state.roles_seen += 1
+        if state.roles_seen > 1:
+            self._problem("role_repeated", f"role sent again in a later delta ({role!r})", number)
+        elif number != state.first_chunk:
+            self._problem("role_not_first", "role is not in the first delta of the choice", number)
+        state.choice.role = state.choice.role or role
+
+    def _add_finish(self, state: _ChoiceState, finish: Any, number: int) -> None:
+        """Take a choice's finish_reason: the first one counts, a second is recorded."""
+        if state.choice.finish_reason is not None:
+            self._problem(
+                "finish_reason_repeated",
+                f"a second finish_reason {finish!r} after {state.choice.finish_reason!r}",
+                number,
+            )
+        else:
+            state.choice.finish_reason = finish
 
     def _time_token(self, number: int, reasoning: bool) -> None:
         """Note when chunk `number`, which carries a token, arrived (once per chunk)."""
