@@ -415,6 +415,34 @@ def request_problem(request: Any, policy: Policy | None = None) -> Rejection | N
             and message["role"] == "system"
         ):
             return Rejection(400, f"messages[{position}].content: field required", param="messages")
+    limits = _limits_problem(request)
+    if limits:
+        return limits
+    problem = _tools_problem(request.get("tools"))
+    if problem:
+        return Rejection(400, problem, param="tools")
+    if policy.refuses_non_ascii_properties and _non_ascii_property(request):
+        return Rejection(400, "grammar compilation failed: a property name is not ASCII")
+    problem = response_format_problem(request.get("response_format"))
+    if problem:
+        return Rejection(400, problem, "invalid_response_format", "response_format")
+    problem = _sampling_problem(request, policy.sampling)
+    if problem:
+        return Rejection(400, problem, param=problem.split(" ", 1)[0])
+    history = _history_problem(request, policy)
+    if history:
+        return history
+    refused = _dialect_problem(request, policy)
+    if refused:
+        return refused
+    image = _images_problem(request, policy)
+    if image:
+        return image
+    return _contract_problem(request)
+
+
+def _limits_problem(request: Mapping[str, Any]) -> Rejection | None:
+    """Why the request's token counts, n, top_logprobs or stop must be refused, or None."""
     for key in ("max_tokens", "max_completion_tokens", "n", "top_logprobs"):
         value = request.get(key)
         low = 0 if key == "top_logprobs" else 1
@@ -436,30 +464,18 @@ def request_problem(request: Any, policy: Policy | None = None) -> Rejection | N
         and not (isinstance(stop, list) and all(isinstance(s, str) for s in stop))
     ):
         return Rejection(400, "stop must be a string or an array of strings", param="stop")
-    problem = _tools_problem(request.get("tools"))
-    if problem:
-        return Rejection(400, problem, param="tools")
-    if policy.refuses_non_ascii_properties and _non_ascii_property(request):
-        return Rejection(400, "grammar compilation failed: a property name is not ASCII")
-    problem = response_format_problem(request.get("response_format"))
-    if problem:
-        return Rejection(400, problem, "invalid_response_format", "response_format")
-    problem = _sampling_problem(request, policy.sampling)
-    if problem:
-        return Rejection(400, problem, param=problem.split(" ", 1)[0])
-    history = _history_problem(request, policy)
-    if history:
-        return history
-    refused = _dialect_problem(request, policy)
-    if refused:
-        return refused
+    return None
+
+
+def _images_problem(request: Mapping[str, Any], policy: Policy) -> Rejection | None:
+    """Why the first image part the vendor cannot use must be refused, or None."""
     for message in request["messages"]:
         for part in message.get("content") if isinstance(message.get("content"), list) else []:
             if isinstance(part, dict) and part.get("type") == "image_url":
                 problem = image_problem(part, policy)
                 if problem:
                     return Rejection(400, problem, "invalid_image", "messages")
-    return _contract_problem(request)
+    return None
 
 
 def _dialect_problem(request: Mapping[str, Any], policy: Policy) -> Rejection | None:
