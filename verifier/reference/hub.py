@@ -107,9 +107,25 @@ def fetch(
         ConfigError: the repository or revision is unknown, private without a token, not in
             the cache in offline mode, or unreachable (one line saying which and what to do).
     """
+    where = f"{HUB_PREFIX}{repo}@{revision}"
+    folder = _download(repo, revision, where, cache_dir, local_files_only)
+    commit = folder.name
+    if not _COMMIT.match(commit):
+        raise ConfigError(f"--profile {where}: the cache gave {folder}, not a commit's snapshot")
+    files = {name: _sha256(folder / name) for name in FILES if (folder / name).is_file()}
+    if not files:
+        raise ConfigError(
+            f"--profile {where}: commit {commit} has none of the model files ({', '.join(FILES)})"
+        )
+    return Snapshot(repo, revision, commit, folder, files)
+
+
+def _download(
+    repo: str, revision: str, where: str, cache_dir: Path | None, local_files_only: bool | None
+) -> Path:
+    """The snapshot folder of `repo` at `revision`; a ConfigError saying why it is not to be had."""
     from huggingface_hub import constants, errors, snapshot_download
 
-    where = f"{HUB_PREFIX}{repo}@{revision}"
     offline = constants.HF_HUB_OFFLINE if local_files_only is None else local_files_only
     try:
         folder = Path(
@@ -146,15 +162,7 @@ def fetch(
         raise ConfigError(
             f"--profile {where}: the hub did not answer: {' '.join(str(exc).split())[:200]}"
         ) from None
-    commit = folder.name
-    if not _COMMIT.match(commit):
-        raise ConfigError(f"--profile {where}: the cache gave {folder}, not a commit's snapshot")
-    files = {name: _sha256(folder / name) for name in FILES if (folder / name).is_file()}
-    if not files:
-        raise ConfigError(
-            f"--profile {where}: commit {commit} has none of the model files ({', '.join(FILES)})"
-        )
-    return Snapshot(repo, revision, commit, folder, files)
+    return folder
 
 
 def remote_code_tokenizer(folder: Path) -> str | None:
