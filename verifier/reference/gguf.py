@@ -187,24 +187,11 @@ def tokenizer_json(meta: GGUFTokenizer, where: str) -> str:
         raise ConfigError(
             f"--profile {where}: {len(types)} token types for {len(meta.tokens)} tokens"
         )
-    added = [
-        {
-            "id": index,
-            "content": token,
-            "single_word": False,
-            "lstrip": False,
-            "rstrip": False,
-            "normalized": False,
-            "special": kind == CONTROL,
-        }
-        for index, (token, kind) in enumerate(zip(meta.tokens, types, strict=True))
-        if kind in (CONTROL, USER_DEFINED)
-    ]
     document = {
         "version": "1.0",
         "truncation": None,
         "padding": None,
-        "added_tokens": added,
+        "added_tokens": _added_tokens(meta.tokens, types),
         "normalizer": None,
         "pre_tokenizer": pre,
         "post_processor": None,
@@ -223,6 +210,23 @@ def tokenizer_json(meta: GGUFTokenizer, where: str) -> str:
         },
     }
     return json.dumps(document, ensure_ascii=False)
+
+
+def _added_tokens(tokens: Sequence[str], types: Sequence[int]) -> list[dict[str, Any]]:
+    """The ``added_tokens`` entries: control tokens as special, user-defined ones as not."""
+    return [
+        {
+            "id": index,
+            "content": token,
+            "single_word": False,
+            "lstrip": False,
+            "rstrip": False,
+            "normalized": False,
+            "special": kind == CONTROL,
+        }
+        for index, (token, kind) in enumerate(zip(tokens, types, strict=True))
+        if kind in (CONTROL, USER_DEFINED)
+    ]
 
 
 def template_variables(meta: GGUFTokenizer) -> dict[str, str]:
