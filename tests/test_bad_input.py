@@ -385,3 +385,28 @@ def test_a_case_file_that_is_not_utf8_names_the_file(tmp_path: Path) -> None:
     (folder / "cases.jsonl").write_bytes(good_line("one").encode() + b"\n\xff\xfe\n")
     with pytest.raises(CaseDataError, match=r"structured_output/cases\.jsonl: not UTF-8 text"):
         load_corpus(["structured_output"], tmp_path)
+
+
+def test_a_simulated_vendor_that_cannot_listen_says_so_in_one_line() -> None:
+    """A port already taken: one line naming the address, exit status 2, no traceback."""
+    import socket
+    import subprocess
+    import sys
+
+    from verifier.simulator.process import child_env
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        completed = subprocess.run(
+            [sys.executable, "-m", "verifier", "simulate", "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=child_env(),
+        )
+    assert completed.returncode == 2
+    assert completed.stderr.splitlines() == [
+        f"verifier simulate: error: cannot listen on 127.0.0.1:{port}: Address already in use"
+    ]

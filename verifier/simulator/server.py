@@ -124,6 +124,9 @@ class SimulatorServer(ThreadingHTTPServer):
         pace: Pace | None = None,
     ) -> None:
         self.path_model: Path = PromptPath(profile, defects) if profile else ToyPath(defects)
+        # Set when the server closes, so that requests held by fault-timeout let go (before
+        # binding: a failed bind closes the server at once).
+        self.closing = threading.Event()
         super().__init__(address, Handler)
         self.defects = defects
         self.latency = latency
@@ -137,8 +140,6 @@ class SimulatorServer(ThreadingHTTPServer):
         self.in_flight = InFlight()
         # The prompts answered so far, for kv-cache-divergence's warm cache.
         self.prompts = PromptMemory()
-        # Set when the server closes, so that requests held by fault-timeout let go.
-        self.closing = threading.Event()
         self._counter = itertools.count(1)
         self._lock = threading.Lock()
         self._poisoned = 0
