@@ -168,6 +168,28 @@ def test_an_answer_the_template_cannot_render_is_its_text_and_a_cut_one_keeps_it
     assert delivered(kimi, ASKED, _answer("Hi", calls=(_call(0, "Paris"),), finish=finish)) is None
 
 
+def test_calls_a_template_does_not_write_are_not_accounted(
+    kimi: Profile, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A release without a tool format renders a call-making turn without its calls: no
+    evidence of what the model wrote, so no verdict (SmolLM2 served with tools by vLLM)."""
+    import dataclasses
+
+    from verifier.checks.support import accounting
+
+    real = accounting.model_output
+
+    def without_calls(*args: Any) -> Any:
+        found = real(*args)
+        return dataclasses.replace(found, text="<|im_end|>")
+
+    monkeypatch.setattr(accounting, "model_output", without_calls)
+    answer = _answer(None, calls=(_call(0, "Paris"),), finish="tool_calls", billed=40)
+    assert delivered(kimi, WITH_TOOLS, answer) is None
+    assert account(kimi, WITH_TOOLS, answer) == (None, [])
+    assert delivered(kimi, ASKED, _answer("Hello there")) is not None
+
+
 def test_a_stop_sequence_may_be_billed_but_not_delivered(kimi: Profile) -> None:
     request = {**ASKED, "stop": ["\n\nEND"]}
     found = delivered(kimi, request, _answer("Hello there"))

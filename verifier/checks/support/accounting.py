@@ -26,7 +26,8 @@ Where it does not, the comparison allows a stated bound (:data:`BOUNDS`):
 - ``untemplated``: the template cannot render the message after the conversation (it raises,
   or the rendering does not extend the generation prompt): the content and reasoning are
   counted as text, one token fewer or two more billed (and a cut answer's bound besides),
-  and an answer with tool calls is not accounted.
+  and an answer with tool calls is not accounted; nor is one whose calls the template does
+  not write (a release without a tool format).
 
 More billed than delivered beyond the bound is ``undelivered_tokens`` (the engine generated
 tokens the answer lost: a tool call dropped, reasoning swallowed, content cut); less billed
@@ -152,6 +153,10 @@ def _choice_count(
     tokenizer = profile.tokenizer
     # An answer without a finish_reason may have been cut: it is counted as one.
     unfinished = choice.finish_reason in ("length", None)
+    if generated is not None and not _writes_calls(generated.text, choice):
+        # A template without a tool format renders no call: nothing says how the model wrote
+        # them (SmolLM2's release, whose vLLM deployment takes tools through another template).
+        return None
     if generated is None:
         if choice.tool_calls:
             return None
@@ -196,6 +201,11 @@ def _choice_count(
     return count, count - low, count + high, tuple(reasons), text
 
 
+def _writes_calls(text: str, choice: Choice) -> bool:
+    """The rendering of `choice` names each of its tool calls' functions."""
+    return all((call.name or "") in text for call in choice.tool_calls)
+
+
 def _stops(request: Mapping[str, Any]) -> list[str]:
     """The request's stop sequences."""
     stop = request.get("stop")
@@ -208,8 +218,8 @@ def _stops(request: Mapping[str, Any]) -> list[str]:
 def delivered(profile: Profile, request: Mapping[str, Any], result: ChatResult) -> Delivered | None:
     """Every choice of `result` rendered as the model generated it and counted (pure).
 
-    None when there is nothing to count: no choice, or a choice the template cannot render
-    with tool calls in it.
+    None when there is nothing to count: no choice, or a choice with tool calls that the
+    template cannot render or does not write.
     """
     if not result.choices:
         return None
