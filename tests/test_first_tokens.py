@@ -11,13 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from verifier.checks.parity import first_token, recording_bytes, settled, summarize
+from verifier.checks.registry import Probed
 from verifier.checks.support import first_tokens
 from verifier.checks.support.distributions import END
+from verifier.checks.support.parity_reference import parity_context
 from verifier.compare.families import ruling_text
-from verifier.endpoint.probe import Capabilities
 from verifier.outcome import CaseRecord, Outcome, Status
 from verifier.protocol.answers import ChatResult, Choice, ToolCall
-from verifier.run.session import parity_context
 
 TOKENS = st.lists(st.sampled_from(["a", "b", "c", "d"]), min_size=1, max_size=12)
 
@@ -175,9 +175,9 @@ def test_the_method_is_logprobs_where_both_sides_give_them_else_sampling(
     method: str,
     expected: tuple[int | None, bool, str | None],
 ) -> None:
-    caps = Capabilities(model="m", logprobs=own, reference=reference)
+    probed = Probed(logprobs=own, reference=reference)
     baseline = None if recordings is None else {"families": {}}
-    context = parity_context(caps, baseline, recordings, method)
+    context = parity_context(probed, baseline, recordings, method)
     top, sampling, why = expected
     assert (context.top_logprobs, context.sampling) == (top, sampling)
     if why is not None:

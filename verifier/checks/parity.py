@@ -56,10 +56,8 @@ import hashlib
 import json
 from collections import Counter
 from collections.abc import Generator, Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError
 from ..outcome import CaseRecord, Finding, Outcome, Status
 from ..protocol.answers import ChatResult
 from ..protocol.requests import Chat, Exchange
@@ -77,6 +75,7 @@ from .support.distributions import (
     without_alternatives,
 )
 from .support.evidence import evidence_findings
+from .support.parity_reference import RECORDING_FILE, before_run
 
 if TYPE_CHECKING:
     from ..cases.corpus import Case
@@ -90,8 +89,6 @@ RECORDED_MESSAGE = (
     "recorded: nothing to compare with (no --reference-endpoint or --baseline); a later run's "
     "--baseline compares with parity.json"
 )
-# The recorded answers, written beside the scorecard, which holds their sha256.
-RECORDING_FILE = "parity.json"
 TEST = SequentialTest()
 # The least divergence (:func:`~.distributions.divergence`) a prompt must show beyond the
 # reference's to count against the candidate: the same weights under other numerics (thread
@@ -292,31 +289,6 @@ def recording_bytes(records: Iterable[CaseRecord]) -> bytes:
     return json.dumps(
         {"format": 1, "prompts": recording}, sort_keys=True, separators=(",", ":")
     ).encode("utf-8")
-
-
-def load_recording(scorecard: Path, entry: Mapping[str, Any]) -> dict[str, Any]:
-    """The recorded answers a --baseline scorecard's parity entry names, checked by sha256.
-
-    Raises:
-        ConfigError: the file is missing, unreadable, or not the one the scorecard digests.
-    """
-    named = (entry.get("metrics") or {}).get("recording") or {}
-    path = scorecard.parent / str(named.get("file", RECORDING_FILE))
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ConfigError(
-            f"--baseline: the parity recording {str(path)!r} that the scorecard names cannot "
-            f"be read: {exc.strerror or exc}; keep it beside scorecard.json"
-        ) from None
-    digest = hashlib.sha256(data).hexdigest()
-    if digest != named.get("sha256"):
-        raise ConfigError(
-            f"--baseline: {str(path)!r} has sha256 {digest}, not the {named.get('sha256')} the "
-            "scorecard records: it is not the recording of that run"
-        )
-    prompts: dict[str, Any] = json.loads(data)["prompts"]
-    return prompts
 
 
 def _decision(name: str, code: str, exceeded: list[bool], requests: list[int]) -> dict[str, Any]:
@@ -523,7 +495,21 @@ def settled(records: Sequence[CaseRecord]) -> str | None:
     return f"parity: decided after {max(r['prompts'] for r in made)} prompts ({said})"
 
 
-@family("parity", summarize=summarize, cost=lambda case: 3.0, settled=settled)
+def after_run(records: Sequence[CaseRecord]) -> dict[str, bytes]:
+    """The recording, written beside the scorecard (which holds its sha256)."""
+    return {RECORDING_FILE: recording_bytes(records)}
+
+
+@family(
+    "parity",
+    summarize=summarize,
+    cost=lambda case: 3.0,
+    settled=settled,
+    needs=lambda run: ("logprobs", "reference"),
+    before_run=before_run,
+    after_run=after_run,
+    writes=(RECORDING_FILE,),
+)
 def run(case: Case, ctx: RunContext) -> Exchange:
     """Per-token distributions against a reference deployment's, with a calibrated decision."""
     parity = ctx.parity

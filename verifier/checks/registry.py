@@ -9,9 +9,9 @@ the case's :class:`~verifier.outcome.Outcome`. It sends nothing itself: the exec
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..cases.corpus import Case
 from ..outcome import CaseRecord, Summarize
@@ -19,6 +19,9 @@ from ..protocol.answers import ChatResult
 from ..protocol.requests import TEMPERATURE, Exchange
 from ..protocol.tokenize import TokenizerEndpoints
 from ..reference.profiles import Profile
+
+if TYPE_CHECKING:
+    from ..config import RunConfig
 
 RunFunction = Callable[[Case, "RunContext"], Exchange]
 CaseCheck = Callable[["Case"], None]
@@ -31,6 +34,23 @@ QUICK = 0.1
 Prepare = Callable[["Case"], None]
 # Why a family's remaining cases need not be sent, from the outcomes graded so far, or None.
 Settled = Callable[[Sequence[CaseRecord]], str | None]
+# What a family needs of the start of the run under its options, among NEEDS.
+Needs = Callable[["RunConfig"], Collection[str]]
+# The probe asks for images, tokenizer routes or logprobs; "reference" builds the client of
+# --reference-endpoint (and probes it).
+NEEDS = frozenset({"vision", "tokenizer", "logprobs", "reference"})
+# Cases a family adds under its options (a generated set): the cases, their label in the
+# corpus digests and their digest; None for none.
+ExtraCases = Callable[["RunConfig"], "tuple[list[Case], str, str] | None"]
+# What the family's cases read in the run context (RunContext fields), from what the probe
+# found.
+Contextualise = Callable[["Probed"], Mapping[str, Any]]
+# Before any request, from the run's options and the --baseline scorecard (None without
+# one): a bad input raises ConfigError here, so that it costs no request.
+BeforeRun = Callable[["RunConfig", "Mapping[str, Any] | None"], Contextualise]
+# After the run, from the family's outcome records: the files it writes beside the
+# scorecard, by name (the scorecard may hold their digests).
+AfterRun = Callable[[Sequence[CaseRecord]], Mapping[str, bytes]]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -58,6 +78,12 @@ class Family:
             ``cases/<name>/`` (a family from another plugin brings its own).
         case_schema: the JSON Schema each case must match; None for the packaged
             ``schemas/<name>.case.schema.json``.
+        needs: what the start of the run must find out for it (:data:`NEEDS`); None for
+            nothing.
+        extra_cases: the cases it adds under the run's options; None for none.
+        before_run: what its cases read in the run context; None for nothing of its own.
+        after_run: the files it writes beside the scorecard; None for none.
+        writes: the names of those files (a new run moves an earlier run's to previous/).
     """
 
     name: str
@@ -71,6 +97,11 @@ class Family:
     settled: Settled | None = None
     cases: Path | None = None
     case_schema: Mapping[str, Any] | None = None
+    needs: Needs | None = None
+    extra_cases: ExtraCases | None = None
+    before_run: BeforeRun | None = None
+    after_run: AfterRun | None = None
+    writes: tuple[str, ...] = ()
 
 
 class Registry:
@@ -110,6 +141,20 @@ class Registry:
         """Each family's own scorecard sub-metrics function, by name (those that have one)."""
         return {f.name: f.summarize for f in self._families.values() if f.summarize is not None}
 
+    def needs(self, run: RunConfig) -> frozenset[str]:
+        """What the run's families need of its start (:data:`NEEDS`)."""
+        found = {
+            need
+            for name in run.families
+            if (needs := self._families[name].needs) is not None
+            for need in needs(run)
+        }
+        return frozenset(found)
+
+    def writes(self) -> tuple[str, ...]:
+        """The names of the files every family may write beside the scorecard."""
+        return tuple(name for family in self._families.values() for name in family.writes)
+
 
 FAMILIES = Registry()
 
@@ -124,6 +169,11 @@ def family(
     cost: Cost | None = None,
     prepare: Prepare | None = None,
     settled: Settled | None = None,
+    needs: Needs | None = None,
+    extra_cases: ExtraCases | None = None,
+    before_run: BeforeRun | None = None,
+    after_run: AfterRun | None = None,
+    writes: tuple[str, ...] = (),
 ) -> Callable[[RunFunction], RunFunction]:
     """Register the decorated ``run(case, ctx)`` exchange as the family `name`."""
 
@@ -139,11 +189,30 @@ def family(
                 cost,
                 prepare,
                 settled,
+                needs=needs,
+                extra_cases=extra_cases,
+                before_run=before_run,
+                after_run=after_run,
+                writes=writes,
             )
         )
         return run
 
     return decorate
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Probed:
+    """What the probe found that a family's run context may depend on.
+
+    Args:
+        logprobs: the endpoint's logprobs (``top``, the most alternatives it lists, or
+            ``why`` not), when the probe asked.
+        reference: the reference endpoint's model and logprobs, when one is asked.
+    """
+
+    logprobs: Mapping[str, Any] | None = None
+    reference: Mapping[str, Any] | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

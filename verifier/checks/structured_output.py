@@ -50,6 +50,7 @@ from .support.paired import case_outcome, paired_accuracy
 
 if TYPE_CHECKING:
     from ..cases.corpus import Case
+    from ..config import RunConfig
     from .registry import RunContext
 
 
@@ -286,7 +287,23 @@ def _cut_outcome(cut: int, repeats: int, metrics: Mapping[str, Any]) -> Outcome:
     )
 
 
-@family("structured_output", check_case=check_case, summarize=summarize, cost=cost)
+def extra_cases(run: RunConfig) -> tuple[list[Case], str, str] | None:
+    """``--generated N``: N schemas generated from the run's seed, as cases."""
+    if not run.generated:
+        return None
+    from ..cases.generated import generated_cases
+
+    cases, digest = generated_cases(run.generated, run.generation_seed)
+    return cases, "structured_output/generated", digest
+
+
+@family(
+    "structured_output",
+    check_case=check_case,
+    summarize=summarize,
+    cost=cost,
+    extra_cases=extra_cases,
+)
 def run(case: Case, ctx: RunContext) -> Exchange:
     """JSON Schema-constrained output: parsed strictly and validated with jsonschema."""
     if kind_of(case) == "malformed":

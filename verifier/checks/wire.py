@@ -76,6 +76,7 @@ from .support.subchecks import Graded, Rejected, SubCheck, Unsupported, run_chec
 
 if TYPE_CHECKING:
     from ..cases.corpus import Case
+    from ..config import RunConfig
     from ..reference.tokenizer import Tokenizer
     from .registry import RunContext
 
@@ -674,7 +675,24 @@ def cost(case: Case) -> float:
     return 2.0 if check in ("parity", "seed") else QUICK if check == "invalid" else 1.0
 
 
-@family("wire", summarize=summarize, cost=cost)
+def extra_cases(run: RunConfig) -> tuple[list[Case], str, str] | None:
+    """``--negative N``: N bad or edge requests generated from the run's seed, as cases."""
+    if not run.negative:
+        return None
+    from ..cases.negative import negative_cases
+
+    cases, digest = negative_cases(run.negative, run.seed)
+    return cases, "wire/negative", digest
+
+
+# The generated set's image requests are sent only where the probe finds images taken.
+@family(
+    "wire",
+    summarize=summarize,
+    cost=cost,
+    needs=lambda run: ("vision",) if run.negative else (),
+    extra_cases=extra_cases,
+)
 def run(case: Case, ctx: RunContext) -> Exchange:
     """Shapes, streaming protocol, parameters, error responses and usage."""
     return (yield from run_checks(case, ctx, RUNS, default=_run_answered))

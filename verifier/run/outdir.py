@@ -9,10 +9,10 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..checks.parity import RECORDING_FILE
 from ..render.scorecard_markdown import render_scorecard_markdown
 from ..scorecard.validate import scorecard_json
 
@@ -22,9 +22,15 @@ if TYPE_CHECKING:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class OutDir:
-    """The paths of one run's output files."""
+    """The paths of one run's output files.
+
+    Args:
+        root: the ``--out`` folder.
+        extra: the names of the files families write beside the scorecard.
+    """
 
     root: Path
+    extra: tuple[str, ...] = ()
 
     @property
     def journal(self) -> Path:
@@ -57,11 +63,6 @@ class OutDir:
         return self.root / "scorecard.md"
 
     @property
-    def recording(self) -> Path:
-        """The parity family's recorded answers, which the scorecard digests."""
-        return self.root / RECORDING_FILE
-
-    @property
     def previous(self) -> Path:
         """Where a new run moves the files of the run before it."""
         return self.root / "previous"
@@ -85,7 +86,7 @@ class OutDir:
             self.scorecard,
             self.signed,
             self.summary,
-            self.recording,
+            *(self.root / name for name in self.extra),
         ]
         present = [p for p in names if p.exists()]
         shards = [
@@ -168,15 +169,15 @@ def write_results(
     out: OutDir,
     card: dict[str, Any],
     signing_key: Ed25519PrivateKey | None,
-    recording: bytes | None = None,
+    files: Mapping[str, bytes] | None = None,
 ) -> None:
     """Write the scorecard, its summary and, with a key, its signed envelope, each atomically.
 
-    `recording` (the parity family's recorded answers, whose sha256 the scorecard holds) is
-    written first, so that a scorecard never names a recording that is not there.
+    The families' `files` (by name; a recording whose sha256 the scorecard holds) are written
+    first, so that a scorecard never names a file that is not there.
     """
-    if recording is not None:
-        write_atomic(out.recording, recording)
+    for name, data in (files or {}).items():
+        write_atomic(out.root / name, data)
     write_atomic(out.scorecard, scorecard_json(card))
     write_atomic(out.summary, render_scorecard_markdown(card).encode("utf-8"))
     if signing_key is not None:
