@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from verifier.compare.model import Standing, State
 from verifier.compare.performance import performance_view
 from verifier.config import levels, prices
+from verifier.protocol.labels import Label
 from verifier.render.performance import performance_line, performance_markdown
 from verifier.scorecard.gate import family_gate, summary_lines
 from verifier.scorecard.performance import cost, delivered_texts, measure
@@ -289,3 +290,22 @@ def test_speed_at_other_concurrencies_is_not_comparable_and_no_section_is_no_vie
     assert view is not None and not view.comparable
     assert view.differences[0].values == ("1", "32")
     assert performance_view([{"verdict": "pass"}]) is None
+
+
+@given(
+    st.text(alphabet=st.characters(blacklist_characters="/#"), min_size=1),
+    st.text(alphabet=st.characters(blacklist_characters="#"), min_size=1),
+    st.none() | st.text(min_size=1),
+)
+def test_a_transcript_label_reads_back_as_written(
+    group: str, item: str, request: str | None
+) -> None:
+    label = Label(group, item, request)
+    assert Label.parse(str(label)) == label
+
+
+def test_load_labels_name_their_level_and_others_none() -> None:
+    assert str(Label.load(32, 7)) == "load/c32#7"
+    assert Label.parse("load/c32#7").load_level == 32
+    assert Label.parse("wire/n-2#stream").load_level is None
+    assert Label.parse("probe/chat") == Label("probe", "chat")

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from verifier.endpoint.client import EndpointClient
-from verifier.endpoint.probe import choose_model, probe
+from verifier.endpoint.probe import Capabilities, choose_model, probe
 from verifier.endpoint.transcript import Transcript
 from verifier.errors import ConfigError, EndpointError
+from verifier.protocol.tokenize import TokenizerEndpoints
 from verifier.simulator.model import MODEL_ID
 from verifier.simulator.server import SimulatorServer
 
@@ -98,3 +99,17 @@ def test_the_logprobs_probe_steps_down_until_a_value_is_taken(
         "top": None,
         "why": "the answer to logprobs: true has no logprobs",
     }
+
+
+def test_capabilities_cross_processes_as_plain_data_and_come_back_typed() -> None:
+    """What the controller sends its workers and writes in the journal header."""
+    caps = Capabilities(
+        model="m",
+        models=("m",),
+        tokenizer_endpoints=TokenizerEndpoints(tokenize="content", apply_template=True),
+        logprobs={"top": 5},
+    )
+    data = json.loads(json.dumps(caps.to_dict()))
+    assert data["tokenizer_endpoints"]["method"] == "apply_template_tokenize"
+    assert Capabilities.from_dict(data) == caps
+    assert Capabilities.from_dict(Capabilities(model="m").to_dict()).tokenizer_endpoints is None

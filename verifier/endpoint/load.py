@@ -12,6 +12,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 from ..errors import EndpointError
+from ..protocol.labels import Label
 from .client import EndpointClient
 
 MAX_TOKENS = 64
@@ -19,17 +20,11 @@ PROMPT = (
     "Tell a short story about a lighthouse keeper who finds a message in a bottle. "
     "Write it in plain prose, about a hundred words."
 )
-LABEL = "load"
 
 
 def requests_at(level: int) -> int:
     """How many requests level `level` sends: twice the level, and at least eight."""
     return max(8, 2 * level)
-
-
-def label(level: int, number: int) -> str:
-    """The transcript label of request `number` at `level` (``load/c32#7``)."""
-    return f"{LABEL}/c{level}#{number}"
 
 
 def run_load(client: EndpointClient, model: str, levels: list[int], seed: int) -> None:
@@ -48,7 +43,7 @@ def run_load(client: EndpointClient, model: str, levels: list[int], seed: int) -
 
     def send(level: int, number: int) -> None:
         try:
-            client.chat(body, stream=True, label=label(level, number))
+            client.chat(body, stream=True, label=str(Label.load(level, number)))
         except EndpointError:
             pass  # Recorded in the transcript, where the level's error rate reads it.
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..errors import ConfigError, EndpointError
 from ..protocol.answers import ChatResult
+from ..protocol.labels import PROBE, Label
 from ..protocol.requests import drive
 from ..protocol.tokenize import TokenizerEndpoints, probe_tokenizer_endpoints
 from .client import EndpointClient
@@ -68,7 +69,7 @@ class Capabilities:
     served_model: str | None = None
     system_fingerprint: str | None = None
     server: dict[str, str] = dataclasses.field(default_factory=dict)
-    tokenizer_endpoints: dict[str, Any] | None = None
+    tokenizer_endpoints: TokenizerEndpoints | None = None
     vision: bool | None = None
     logprobs: dict[str, Any] | None = None
     reference: dict[str, Any] | None = None
@@ -77,18 +78,21 @@ class Capabilities:
         """As plain JSON data."""
         data = dataclasses.asdict(self)
         data["models"] = list(self.models)
+        found = self.tokenizer_endpoints
+        data["tokenizer_endpoints"] = None if found is None else found.to_dict()
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Capabilities:
         """The inverse of :meth:`to_dict`."""
+        found = data.get("tokenizer_endpoints")
         return cls(
             model=data["model"],
             models=tuple(data.get("models", ())),
             served_model=data.get("served_model"),
             system_fingerprint=data.get("system_fingerprint"),
             server=dict(data.get("server", {})),
-            tokenizer_endpoints=data.get("tokenizer_endpoints"),
+            tokenizer_endpoints=(None if found is None else TokenizerEndpoints.from_dict(found)),
             vision=data.get("vision"),
             logprobs=data.get("logprobs"),
             reference=data.get("reference"),
@@ -97,7 +101,7 @@ class Capabilities:
 
 def list_models(client: EndpointClient) -> tuple[str, ...] | None:
     """The model ids from ``GET /models``, or None when the endpoint does not serve the list."""
-    result = client.get("/models", label="probe/models")
+    result = client.get("/models", label=str(Label(PROBE, "models")))
     refuse_redirect(client, result, "/models")
     if result.status in (404, 405):
         return None
@@ -116,7 +120,7 @@ def tokenizer_endpoints(client: EndpointClient, model: str) -> TokenizerEndpoint
     """Which tokenizer routes the server answers (a few small requests, labelled ``probe/``)."""
     found: TokenizerEndpoints = drive(
         probe_tokenizer_endpoints(model),
-        lambda request: client.send(request, f"probe/{request.name}"),
+        lambda request: client.send(request, str(Label(PROBE, request.name))),
     )
     return found
 
@@ -195,9 +199,7 @@ def probe(
         if images is not None:
             capabilities = dataclasses.replace(capabilities, vision=images.result())
         if endpoints is not None:
-            capabilities = dataclasses.replace(
-                capabilities, tokenizer_endpoints=endpoints.result().to_dict()
-            )
+            capabilities = dataclasses.replace(capabilities, tokenizer_endpoints=endpoints.result())
     return capabilities
 
 
@@ -214,7 +216,7 @@ def probe_chat(client: EndpointClient, model: str, models: tuple[str, ...]) -> C
         # No sampling fields: a model whose contract pins them refuses other values.
         "max_tokens": 4,
     }
-    result = client.chat(request, label="probe/chat")
+    result = client.chat(request, label=str(Label(PROBE, "chat")))
     refuse_redirect(client, result, "/chat/completions")
     if result.status == 404:
         raise ConfigError(f"{client.display_url} does not serve model {model!r} (404)")
@@ -245,7 +247,7 @@ def probe_vision(client: EndpointClient, model: str) -> bool | None:
         "messages": [{"role": "user", "content": content}],
         "max_tokens": 4,
     }
-    result = client.chat(request, label="probe/vision", keep_persistent_5xx=True)
+    result = client.chat(request, label=str(Label(PROBE, "vision")), keep_persistent_5xx=True)
     if result.ok:
         return True
     return False if 400 <= result.status < 500 else None
@@ -271,7 +273,9 @@ def probe_logprobs(client: EndpointClient, model: str) -> dict[str, Any]:
             "logprobs": True,
             "top_logprobs": top,
         }
-        result = client.chat(request, label=f"probe/logprobs-{top}", keep_persistent_5xx=True)
+        result = client.chat(
+            request, label=str(Label(PROBE, f"logprobs-{top}")), keep_persistent_5xx=True
+        )
         if not result.ok:
             error = result.error_object or {}
             why = f"top_logprobs={top} refused with HTTP {result.status}: {error.get('message')}"

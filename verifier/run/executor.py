@@ -22,6 +22,7 @@ from ..endpoint.client import EndpointClient
 from ..errors import EndpointError
 from ..outcome import CaseRecord, Outcome, Status
 from ..protocol.answers import ChatResult
+from ..protocol.labels import Label
 from ..protocol.requests import Chat, Request, drive
 from .budget import Budget
 
@@ -100,7 +101,7 @@ def run_case(
         if isinstance(request, Chat) and request.target == "reference":
             assert reference is not None, "a reference request without --reference-endpoint"
             target = reference
-        answer = target.send(request, f"{case.key}#{request.name}")
+        answer = target.send(request, str(Label(case.family, case.id, request.name)))
         if request.observe:
             ctx.observed.append(answer)
             if isinstance(request, Chat) and request.target == "endpoint":

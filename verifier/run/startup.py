@@ -124,14 +124,13 @@ class RunState:
     def context(self) -> RunContext:
         """The context every case of this process runs with."""
         caps = self.capabilities
-        found = caps.tokenizer_endpoints
         context = RunContext(
             model=caps.model,
             seed=self.run.seed,
             repeats=self.run.repeats,
             profile=self.grading.profile,
             stop_early=self.grading.budget is not None,
-            endpoints=TokenizerEndpoints.from_dict(found) if found else TokenizerEndpoints(),
+            endpoints=caps.tokenizer_endpoints or TokenizerEndpoints(),
             vision=caps.vision,
         )
         probed = Probed(logprobs=caps.logprobs, reference=caps.reference)

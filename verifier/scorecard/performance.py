@@ -35,13 +35,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from ..protocol.labels import Label
 from ..protocol.stream import read_recorded
 from ..stats import quantile_interval, rate
 from .provenance import answers_of
 
 QUANTILES = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))
-# The load probe's transcript labels (verifier.endpoint.load): ``load/c32#7``.
-LOAD = "load"
 
 
 def _usage(record: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -78,8 +77,8 @@ def delivered_texts(record: Mapping[str, Any]) -> list[str]:
     return [text for text in texts if text]
 
 
-class _Family:
-    """The figures of one family's requests as they are read."""
+class _Tally:
+    """The figures of a group of requests (a family's, a load level's, all), as they are read."""
 
     def __init__(self, count_tokens: Callable[[str], int] | None = None) -> None:
         self.count_tokens = count_tokens
@@ -130,7 +129,7 @@ class _Family:
         if tokens > 1 and times[-1] > times[0]:
             self.tps.append((tokens - 1) / ((times[-1] - times[0]) / 1000))
 
-    def merge(self, other: _Family) -> None:
+    def merge(self, other: _Tally) -> None:
         for name in ("attempts", "retried", "gave_up"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for name in ("ttft", "first_reasoning", "gaps", "tps", "e2e"):
@@ -171,7 +170,7 @@ def _extend(span: list[float], record: Mapping[str, Any]) -> None:
         span[0], span[1] = min(span[0], start), max(span[1], end)
 
 
-def load_curve(levels: Mapping[int, _Family]) -> dict[str, Any]:
+def load_curve(levels: Mapping[int, _Tally]) -> dict[str, Any]:
     """The load probe's figures per concurrency level, and the knee where latency rises.
 
     The knee is the first level whose TTFT p50 is more than twice the lowest level's (None
@@ -245,15 +244,16 @@ def measure(
             text, when there is a profile: the tokens delivered are counted with it.
     """
     count = tokenizer[1] if tokenizer else None
-    by_family: dict[str, _Family] = defaultdict(lambda: _Family(count))
-    by_level: dict[int, _Family] = defaultdict(lambda: _Family(count))
+    by_family: dict[str, _Tally] = defaultdict(lambda: _Tally(count))
+    by_level: dict[int, _Tally] = defaultdict(lambda: _Tally(count))
     for record in records:
-        family, _, rest = str(record.get("label", "")).partition("/")
-        if family == LOAD and rest.startswith("c"):
-            by_level[int(rest[1:].split("#", 1)[0])].add(record)
+        label = Label.parse(str(record.get("label", "")))
+        level = label.load_level
+        if level is not None:
+            by_level[level].add(record)
             continue
-        by_family[family].add(record)
-    overall = _Family(count)
+        by_family[label.group].add(record)
+    overall = _Tally(count)
     for figures in by_family.values():
         overall.merge(figures)
     section: dict[str, Any] = {
