@@ -18,6 +18,7 @@ from verifier.checks.support.parity_reference import parity_context
 from verifier.compare.families import ruling_text
 from verifier.outcome import CaseRecord, Outcome, Status
 from verifier.protocol.answers import ChatResult, Choice, ToolCall
+from verifier.protocol.logprobs import LogprobsSupport, ReferenceEndpoint
 
 TOKENS = st.lists(st.sampled_from(["a", "b", "c", "d"]), min_size=1, max_size=12)
 
@@ -175,7 +176,10 @@ def test_the_method_is_logprobs_where_both_sides_give_them_else_sampling(
     method: str,
     expected: tuple[int | None, bool, str | None],
 ) -> None:
-    probed = Probed(logprobs=own, reference=reference)
+    probed = Probed(
+        logprobs=LogprobsSupport.from_dict(own),
+        reference=None if reference is None else ReferenceEndpoint.from_dict(reference),
+    )
     baseline = None if recordings is None else {"families": {}}
     context = parity_context(probed, baseline, recordings, method)
     top, sampling, why = expected

@@ -13,6 +13,7 @@ from verifier.endpoint.client import EndpointClient
 from verifier.endpoint.probe import Capabilities, choose_model, probe
 from verifier.endpoint.transcript import Transcript
 from verifier.errors import ConfigError, EndpointError
+from verifier.protocol.logprobs import LogprobsSupport, ReferenceEndpoint
 from verifier.protocol.tokenize import TokenizerEndpoints
 from verifier.simulator.model import MODEL_ID
 from verifier.simulator.server import SimulatorServer
@@ -93,12 +94,11 @@ def test_the_logprobs_probe_steps_down_until_a_value_is_taken(
 
     monkeypatch.setattr(probing, "TOP_LOGPROBS", (21, 5))
     client = EndpointClient(local_simulator().base_url, api_key=None)
-    assert probing.probe_logprobs(client, MODEL_ID) == {"top": 5}
+    assert probing.probe_logprobs(client, MODEL_ID) == LogprobsSupport(5)
     deaf = EndpointClient(local_simulator("logprobs-unavailable").base_url, api_key=None)
-    assert probing.probe_logprobs(deaf, MODEL_ID) == {
-        "top": None,
-        "why": "the answer to logprobs: true has no logprobs",
-    }
+    assert probing.probe_logprobs(deaf, MODEL_ID) == LogprobsSupport(
+        None, "the answer to logprobs: true has no logprobs"
+    )
 
 
 def test_capabilities_cross_processes_as_plain_data_and_come_back_typed() -> None:
@@ -107,9 +107,13 @@ def test_capabilities_cross_processes_as_plain_data_and_come_back_typed() -> Non
         model="m",
         models=("m",),
         tokenizer_endpoints=TokenizerEndpoints(tokenize="content", apply_template=True),
-        logprobs={"top": 5},
+        logprobs=LogprobsSupport(5),
+        reference=ReferenceEndpoint("r", LogprobsSupport(None, "refused")),
     )
     data = json.loads(json.dumps(caps.to_dict()))
     assert data["tokenizer_endpoints"]["method"] == "apply_template_tokenize"
+    # The scorecard's JSON keeps the shape it had before these were typed.
+    assert data["logprobs"] == {"top": 5}
+    assert data["reference"] == {"model": "r", "logprobs": {"top": None, "why": "refused"}}
     assert Capabilities.from_dict(data) == caps
     assert Capabilities.from_dict(Capabilities(model="m").to_dict()).tokenizer_endpoints is None

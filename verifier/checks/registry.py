@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..cases.corpus import Case
 from ..outcome import CaseRecord, Summarize
 from ..protocol.answers import ChatResult
+from ..protocol.logprobs import LogprobsSupport, ReferenceEndpoint
 from ..protocol.requests import TEMPERATURE, Exchange
 from ..protocol.tokenize import TokenizerEndpoints
 from ..reference.profiles import Profile
@@ -206,13 +207,12 @@ class Probed:
     """What the probe found that a family's run context may depend on.
 
     Args:
-        logprobs: the endpoint's logprobs (``top``, the most alternatives it lists, or
-            ``why`` not), when the probe asked.
+        logprobs: the most alternatives the endpoint lists, or why none, when the probe asked.
         reference: the reference endpoint's model and logprobs, when one is asked.
     """
 
-    logprobs: Mapping[str, Any] | None = None
-    reference: Mapping[str, Any] | None = None
+    logprobs: LogprobsSupport | None = None
+    reference: ReferenceEndpoint | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ from typing import Any
 from ..errors import ConfigError, EndpointError
 from ..protocol.answers import ChatResult
 from ..protocol.labels import PROBE, Label
+from ..protocol.logprobs import LogprobsSupport, ReferenceEndpoint
 from ..protocol.requests import drive
 from ..protocol.tokenize import TokenizerEndpoints, probe_tokenizer_endpoints
 from .client import EndpointClient
@@ -58,8 +59,8 @@ class Capabilities:
             None when no family that needs them was selected.
         vision: the endpoint takes images (True), refuses them with a 4xx (False), or
             answered the probe image otherwise, or was not asked (None).
-        logprobs: the most ``top_logprobs`` it gives (``{"top": K}``), or why it gives none
-            (``{"top": None, "why": ...}``); None when not asked.
+        logprobs: the most ``top_logprobs`` it gives, or why it gives none; None when not
+            asked.
         reference: the reference deployment's model and logprobs (``--reference-endpoint``),
             or None.
     """
@@ -71,8 +72,8 @@ class Capabilities:
     server: dict[str, str] = dataclasses.field(default_factory=dict)
     tokenizer_endpoints: TokenizerEndpoints | None = None
     vision: bool | None = None
-    logprobs: dict[str, Any] | None = None
-    reference: dict[str, Any] | None = None
+    logprobs: LogprobsSupport | None = None
+    reference: ReferenceEndpoint | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """As plain JSON data."""
@@ -80,12 +81,15 @@ class Capabilities:
         data["models"] = list(self.models)
         found = self.tokenizer_endpoints
         data["tokenizer_endpoints"] = None if found is None else found.to_dict()
+        data["logprobs"] = None if self.logprobs is None else self.logprobs.to_dict()
+        data["reference"] = None if self.reference is None else self.reference.to_dict()
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Capabilities:
         """The inverse of :meth:`to_dict`."""
         found = data.get("tokenizer_endpoints")
+        logprobs, reference = data.get("logprobs"), data.get("reference")
         return cls(
             model=data["model"],
             models=tuple(data.get("models", ())),
@@ -94,8 +98,8 @@ class Capabilities:
             server=dict(data.get("server", {})),
             tokenizer_endpoints=(None if found is None else TokenizerEndpoints.from_dict(found)),
             vision=data.get("vision"),
-            logprobs=data.get("logprobs"),
-            reference=data.get("reference"),
+            logprobs=None if logprobs is None else LogprobsSupport.from_dict(logprobs),
+            reference=None if reference is None else ReferenceEndpoint.from_dict(reference),
         )
 
 
@@ -257,8 +261,8 @@ def probe_vision(client: EndpointClient, model: str) -> bool | None:
 TOP_LOGPROBS = (20, 10, 5, 1)
 
 
-def probe_logprobs(client: EndpointClient, model: str) -> dict[str, Any]:
-    """The most ``top_logprobs`` the endpoint lists (``{"top": K}``), or why it lists none.
+def probe_logprobs(client: EndpointClient, model: str) -> LogprobsSupport:
+    """The most ``top_logprobs`` the endpoint lists, or why it lists none.
 
     One greedy token with ``logprobs``; a 4xx means the value is refused, and the next smaller
     is tried. An answer without logprobs means the endpoint ignores the field.
@@ -284,20 +288,15 @@ def probe_logprobs(client: EndpointClient, model: str) -> dict[str, Any]:
             break
         entries = result.choice.logprobs if result.choice else None
         if not entries:
-            return {"top": None, "why": "the answer to logprobs: true has no logprobs"}
+            return LogprobsSupport(None, "the answer to logprobs: true has no logprobs")
         listed = entries[0].get("top_logprobs") if isinstance(entries[0], dict) else None
-        return (
-            {"top": min(top, len(listed))}
-            if listed
-            else {
-                "top": None,
-                "why": f"top_logprobs={top} answered with no alternatives",
-            }
-        )
-    return {"top": None, "why": why[:300]}
+        if not listed:
+            return LogprobsSupport(None, f"top_logprobs={top} answered with no alternatives")
+        return LogprobsSupport(min(top, len(listed)))
+    return LogprobsSupport(None, why[:300])
 
 
-def probe_reference(client: EndpointClient, requested_model: str | None) -> dict[str, Any]:
+def probe_reference(client: EndpointClient, requested_model: str | None) -> ReferenceEndpoint:
     """The reference deployment's model and how many alternatives it lists.
 
     Raises:
@@ -311,4 +310,4 @@ def probe_reference(client: EndpointClient, requested_model: str | None) -> dict
         raise ConfigError(
             f"--reference-endpoint: {str(exc).replace('--model', '--reference-model')}"
         ) from None
-    return {"model": model, "logprobs": probe_logprobs(client, model)}
+    return ReferenceEndpoint(model, probe_logprobs(client, model))

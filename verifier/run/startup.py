@@ -364,7 +364,7 @@ def _settings(state: RunState) -> dict[str, Any]:
     if state.capabilities.reference is not None:
         given = settings["reference"]
         assert isinstance(given, dict)
-        settings["reference"] = {**given, "model": state.capabilities.reference["model"]}
+        settings["reference"] = {**given, "model": state.capabilities.reference.model}
     return settings
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...errors import ConfigError
+from ...protocol.logprobs import LogprobsSupport
 from ..registry import Contextualise, ParityContext, Probed
 
 if TYPE_CHECKING:
@@ -46,21 +47,24 @@ def parity_context(
     either side lists none, or `method` (``--parity-method``) says so, first tokens are
     sampled instead, unless `method` is ``logprobs``.
     """
-    own = probed.logprobs or {}
+    own = probed.logprobs or LogprobsSupport(None)
     sample = method != "logprobs"
     by_logprobs = method != "sampling"
-    why = own.get("why") or "the probe did not ask for logprobs"
+    why = own.why or "the probe did not ask for logprobs"
     if method == "sampling":
         why = "--parity-method sampling"
     if probed.reference is not None:
-        theirs = probed.reference["logprobs"]
-        tops = [own.get("top"), theirs.get("top")]
-        live = {"live": True, "reference_model": probed.reference["model"]}
-        if None in tops or not by_logprobs:
+        theirs = probed.reference.logprobs
+        model = probed.reference.model
+        if own.top is None or theirs.top is None or not by_logprobs:
             if by_logprobs:
-                why = own.get("why") or f"the reference: {theirs.get('why')}"
-            return ParityContext(why_unavailable=why, sampling=sample, **live)
-        return ParityContext(top_logprobs=min(t for t in tops if t is not None), **live)
+                why = own.why or f"the reference: {theirs.why}"
+            return ParityContext(
+                why_unavailable=why, sampling=sample, live=True, reference_model=model
+            )
+        return ParityContext(
+            top_logprobs=min(own.top, theirs.top), live=True, reference_model=model
+        )
     if baseline is not None and recordings is None:
         return ParityContext(
             why_unavailable="the --baseline scorecard recorded no parity answers: run the "
@@ -68,14 +72,14 @@ def parity_context(
         )
     if recordings is None:
         # A recording run: logprobs where the endpoint gives them, and samples.
-        top = own.get("top") if by_logprobs else None
+        top = own.top if by_logprobs else None
         return ParityContext(top_logprobs=top, why_unavailable=why, sampling=sample)
     traced = [rec for rec in recordings.values() if "first" in rec]
-    if by_logprobs and own.get("top") is not None and traced:
+    if by_logprobs and own.top is not None and traced:
         listed = [len(top) for rec in traced for top in rec["first"]["k"] if top]
-        top = min(own["top"], max(listed)) if listed else own["top"]
+        top = min(own.top, max(listed)) if listed else own.top
         return ParityContext(top_logprobs=top, recordings=recordings)
-    if by_logprobs and own.get("top") is not None:
+    if by_logprobs and own.top is not None:
         why = "the --baseline recording has no logprobs"
     if sample and any("samples" in rec for rec in recordings.values()):
         return ParityContext(why_unavailable=why, sampling=True, recordings=recordings)
