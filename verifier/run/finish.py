@@ -15,6 +15,7 @@ import pytest
 from ..checks import FAMILIES
 from ..outcome import CaseRecord
 from ..scorecard.build import TranscriptSummary, build_scorecard
+from ..scorecard.gate import GateVerdict
 from ..scorecard.performance import measure
 from ..scorecard.provenance import endpoint_records, seen_in_transcript
 from .budget import summary as budget_summary
@@ -49,8 +50,9 @@ def exit_status(card: dict[str, Any], status: pytest.ExitCode | int) -> pytest.E
     broken session keeps pytest's own.
     """
     graded = status in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
-    if "gate" in card and graded:
-        return pytest.ExitCode.OK if card["gate"]["passed"] else pytest.ExitCode.TESTS_FAILED
+    gate: GateVerdict | None = card.get("gate")
+    if gate is not None and graded:
+        return pytest.ExitCode.OK if gate["passed"] else pytest.ExitCode.TESTS_FAILED
     if status == pytest.ExitCode.OK and any(
         ruling["verdict"] == "fail"
         for family in card["families"].values()

@@ -30,10 +30,42 @@ import difflib
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from ..compare.measures import paired_text
 from ..errors import ConfigError
+
+
+class Missed(TypedDict):
+    """A threshold a family does not meet: its name, its limit, and what was found."""
+
+    threshold: str
+    limit: Any
+    actual: Any
+
+
+class FamilyGate(TypedDict):
+    """The gate's verdict on one family.
+
+    ``gated`` is False for a family that was not run, unsupported or only recorded (``why``
+    says which); ``accuracy`` holds max_accuracy_drop's rulings when that threshold is set.
+    """
+
+    gated: bool
+    passed: bool
+    missed: list[Missed]
+    why: NotRequired[str]
+    accuracy: NotRequired[list[dict[str, Any]]]
+
+
+class GateVerdict(TypedDict):
+    """The scorecard's ``gate``: passed only when every gated family passed."""
+
+    passed: bool
+    source: str
+    thresholds: dict[str, dict[str, Any]]
+    families: dict[str, FamilyGate]
+
 
 THRESHOLDS: dict[str, type[int] | tuple[type[int], type[float]]] = {
     # Share of graded cases that passed (the point estimate; the interval is reported beside).
@@ -170,16 +202,14 @@ def _silent(family: Mapping[str, Any]) -> int:
     return sum(row.get("cases", 0) for row in family["metrics"].get("silent_acceptance", []))
 
 
-def _speed_misses(
-    speed: Mapping[str, Any] | None, limits: Mapping[str, Any]
-) -> list[dict[str, Any]]:
+def _speed_misses(speed: Mapping[str, Any] | None, limits: Mapping[str, Any]) -> list[Missed]:
     """The speed thresholds the family's performance figures do not meet (pure).
 
     A threshold is met only when the whole 95% interval meets it: a TTFT p90 whose upper
     bound is below the limit, a decode rate p50 whose lower bound is above it. Too few
     streamed requests to bound the figure is a miss, said so.
     """
-    missed = []
+    missed: list[Missed] = []
     for threshold, figure, name, side in (
         ("max_ttft_p90_ms", "ttft_ms", "p90", 1),
         ("min_output_tps_p50", "output_tokens_per_second", "p50", 0),
@@ -202,9 +232,9 @@ def family_gate(
     family: Mapping[str, Any] | None,
     limits: Mapping[str, Any],
     speed: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> FamilyGate:
     """Which thresholds a family's scorecard entry (and its performance figures) misses (pure)."""
-    missed: list[dict[str, Any]] = []
+    missed: list[Missed] = []
 
     def miss(threshold: str, limit: Any, actual: Any) -> None:
         missed.append({"threshold": threshold, "limit": limit, "actual": actual})
@@ -245,13 +275,13 @@ def family_gate(
         if rate is None or rate < limits["min_pass_k"]:
             miss("min_pass_k", limits["min_pass_k"], rate)
     missed += _speed_misses(speed, limits)
-    result: dict[str, Any] = {"gated": True, "passed": not missed, "missed": missed}
+    result: FamilyGate = {"gated": True, "passed": not missed, "missed": missed}
     if "max_accuracy_drop" in limits:
         rulings = accuracy_rulings(family["metrics"], limits["max_accuracy_drop"])
         for ruling in rulings:
             if ruling["verdict"] != "pass":
                 miss(f"max_accuracy_drop {ruling['category']}", ruling["margin"], ruling)
-        result.update(passed=not missed, accuracy=rulings)
+        result["passed"], result["accuracy"] = not missed, rulings
     return result
 
 
@@ -333,7 +363,7 @@ def accuracy_text(ruling: Mapping[str, Any]) -> str:
 
 def evaluate(
     scorecard: Mapping[str, Any], thresholds: Mapping[str, Mapping[str, Any]], source: str
-) -> dict[str, Any]:
+) -> GateVerdict:
     """The gate's verdict on a scorecard: passed only when every family meets its thresholds."""
     ran = scorecard["families"]
     speeds = (scorecard.get("performance") or {}).get("families") or {}
@@ -360,7 +390,7 @@ def actual_text(actual: Any) -> str:
     return repr(actual)
 
 
-def summary_lines(gate: Mapping[str, Any]) -> list[str]:
+def summary_lines(gate: GateVerdict) -> list[str]:
     """The gate's verdict for the terminal: one line overall, one per threshold missed.
 
     An accuracy comparison the gate ran says its verdict even when it passed: a PASS on
