@@ -77,16 +77,15 @@ def _by_count(counter: Counter[str]) -> dict[str, int]:
 
 
 def _failures(records: Iterable[CaseRecord]) -> tuple[Counter[str], list[dict[str, Any]]]:
-    """The defect codes of the failed cases (accuracy codes aside), and the first failures."""
+    """The codes of the failed cases, and the first failures."""
     codes: Counter[str] = Counter()
     worst: list[dict[str, Any]] = []
     for record in records:
         outcome = record.outcome
         if record.status != "fail":
             continue
-        quality = set(outcome.metrics.get("quality", []))
         found = {outcome.code} | {f.code for f in outcome.findings}
-        codes.update(str(code) for code in found - quality)
+        codes.update(str(code) for code in found)
         if len(worst) < WORST_FAILURES:
             worst.append(
                 {
