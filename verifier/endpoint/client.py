@@ -28,7 +28,7 @@ import email.utils
 import random
 import ssl
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -62,6 +62,17 @@ FAULT_KINDS = (
     "non_json_body",
     "unreachable",
 )
+
+
+def fault_end(record: Mapping[str, Any]) -> str | None:
+    """What became of a transcript attempt's fault, read the one way the scorecard counts it.
+
+    ``retried`` when another attempt followed it, ``gave_up`` when it was the request's last;
+    None for an attempt without a fault.
+    """
+    if record.get("fault") not in FAULT_KINDS:
+        return None
+    return "retried" if record.get("retry") else "gave_up"
 
 
 class _StreamBroken(Exception):

@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from ..endpoint.client import fault_end
 from ..protocol.labels import Label
 from ..protocol.stream import read_recorded
 from ..stats import quantile_interval, rate
@@ -98,9 +99,10 @@ class _Tally:
     def add(self, record: Mapping[str, Any]) -> None:
         self.attempts += 1
         _extend(self.span, record)
-        if record.get("retry"):
+        end = fault_end(record)
+        if end == "retried":
             self.retried += 1
-        elif record.get("fault"):
+        elif end == "gave_up":
             self.gave_up += 1
         status = record.get("status")
         if not isinstance(status, int) or not 200 <= status < 300 or record.get("fault"):

@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from ..endpoint.client import FAULT_KINDS
+from ..endpoint.client import FAULT_KINDS, fault_end
 
 
 def answers_of(response: Any) -> Iterable[dict[str, Any]]:
@@ -57,10 +57,10 @@ def seen_in_transcript(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[s
                 models[answer["model"]] += 1
             if isinstance(answer.get("system_fingerprint"), str):
                 fingerprints[answer["system_fingerprint"]] += 1
-        fault = record.get("fault")
-        if fault in FAULT_KINDS:
-            faults[fault] += 1
-            faults["retried" if record.get("retry") else "gave_up"] += 1
+        end = fault_end(record)
+        if end is not None:
+            faults[record["fault"]] += 1
+            faults[end] += 1
     return {
         "served_models": dict(models.most_common()),
         "system_fingerprints": dict(fingerprints.most_common()),
