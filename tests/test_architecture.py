@@ -7,9 +7,12 @@ too): a cycle that only the type checker follows is still a knot a reader must u
 from __future__ import annotations
 
 import ast
+import dataclasses
 from pathlib import Path
 
 from verifier.checks import FAMILIES
+from verifier.checks.registry import NEEDS
+from verifier.config import FAMILY_NAMES, RunConfig
 
 PACKAGE = Path(__file__).resolve().parent.parent / "verifier"
 
@@ -116,3 +119,54 @@ def test_the_cycle_finder_finds_cycles() -> None:
 
 def test_the_package_has_no_import_cycle() -> None:
     assert cycles(GRAPH) == []
+
+
+def test_the_plugins_family_names_are_the_registrys() -> None:
+    # config holds the names so that the plugin registers markers and options without
+    # importing the families (start-up time); the registry is where families are defined.
+    # (A plugin's families join the registry during its run; the built-in ones are these.)
+    built_in = {f.name for f in FAMILIES if f.run.__module__.startswith("verifier.checks.")}
+    assert built_in == set(FAMILY_NAMES)
+
+
+def string_constants(name: str) -> set[str]:
+    """Every string literal in module `name`'s source."""
+    tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
+    return {
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    }
+
+
+def test_the_run_names_no_family() -> None:
+    # What a family needs before, during and after a run it declares in its registration
+    # (registry.Family), so the run's modules carry no family's name.
+    named = {
+        (name, family)
+        for name in MODULES
+        if name.startswith("verifier.run.")
+        for family in string_constants(name) & set(FAMILY_NAMES)
+    }
+    assert named == set()
+
+
+def test_the_run_finds_out_at_its_start_what_its_families_need() -> None:
+    run = RunConfig(
+        endpoint="http://127.0.0.1:9",
+        model=None,
+        api_key_env="KEY",
+        families=FAMILIES.names(),
+        repeats=None,
+        seed=1,
+        timeout=1.0,
+        max_retries=0,
+        retry_backoff=0.0,
+        out_dir=Path("out"),
+        resume=False,
+        negative=1,
+    )
+    assert FAMILIES.needs(run) == NEEDS
+    # The generated bad requests send an image only when they run.
+    assert FAMILIES.needs(dataclasses.replace(run, families=("wire",))) == {"images"}
+    assert FAMILIES.needs(dataclasses.replace(run, families=("wire",), negative=0)) == set()

@@ -135,7 +135,7 @@ def _counts(
     return expected, counts
 
 
-@family("chat_template", summarize=summarize, cost=cost, needs=lambda run: ("tokenizer",))
+@family("chat_template", summarize=summarize, cost=cost, needs=lambda run: ("tokenizer_endpoints",))
 def run(case: Case, ctx: RunContext) -> Exchange:
     """usage.prompt_tokens against the reference, absolute and by differences; the rendering."""
     profile = ctx.profile

@@ -1075,7 +1075,7 @@ def _json(fields: Mapping[str, Any]) -> str:
     return json.dumps(fields, separators=(", ", ": "))
 
 
-@family("reasoning", summarize=summarize, cost=cost, needs=lambda run: ("tokenizer",))
+@family("reasoning", summarize=summarize, cost=cost, needs=lambda run: ("tokenizer_endpoints",))
 def run(case: Case, ctx: RunContext) -> Exchange:
     """The thinking channel, its switch and effort, and multi-turn agent loops."""
     return (yield from run_checks(case, ctx, RUNS, refusal=_refusal))

@@ -37,9 +37,10 @@ Prepare = Callable[["Case"], None]
 Settled = Callable[[Sequence[CaseRecord]], str | None]
 # What a family needs of the start of the run under its options, among NEEDS.
 Needs = Callable[["RunConfig"], Collection[str]]
-# The probe asks for images, tokenizer routes or logprobs; "reference" builds the client of
-# --reference-endpoint (and probes it).
-NEEDS = frozenset({"vision", "tokenizer", "logprobs", "reference"})
+# The probe asks whether the endpoint takes images, which tokenizer routes it serves, how many
+# logprobs it lists; "reference" builds the client of --reference-endpoint (and probes it).
+# Capabilities, not families: no need is named after a family.
+NEEDS = frozenset({"images", "tokenizer_endpoints", "logprobs", "reference"})
 # Cases a family adds under its options (a generated set): the cases, their label in the
 # corpus digests and their digest; None for none.
 ExtraCases = Callable[["RunConfig"], "tuple[list[Case], str, str] | None"]
@@ -150,6 +151,8 @@ class Registry:
             if (needs := self._families[name].needs) is not None
             for need in needs(run)
         }
+        if unknown := found - NEEDS:
+            raise ValueError(f"a family needs what the start cannot find out: {sorted(unknown)}")
         return frozenset(found)
 
     def writes(self) -> tuple[str, ...]:

@@ -236,7 +236,7 @@ def cost(case: Case) -> float:
     return QUICK if case.data.get("check") == "detokenize" else 1.0 + QUICK
 
 
-@family("tokenizer", summarize=summarize, cost=cost, needs=lambda run: ("tokenizer",))
+@family("tokenizer", summarize=summarize, cost=cost, needs=lambda run: ("tokenizer_endpoints",))
 def run(case: Case, ctx: RunContext) -> Exchange:
     """Token ids and detokenize round trips against the reference tokenizer."""
     profile = ctx.profile

@@ -388,7 +388,7 @@ def _refused_outcome(refused: _Refused, metrics: dict[str, Any]) -> Outcome:
     return Outcome.from_findings([finding], metrics=metrics)
 
 
-@family("vision", summarize=summarize, cost=cost, prepare=prepare, needs=lambda run: ("vision",))
+@family("vision", summarize=summarize, cost=cost, prepare=prepare, needs=lambda run: ("images",))
 def run(case: Case, ctx: RunContext) -> Exchange:
     """Images seen in order and every format, fresh, priced by the rule; bad images refused."""
     check = case.data["check"]

@@ -690,7 +690,7 @@ def extra_cases(run: RunConfig) -> tuple[list[Case], str, str] | None:
     "wire",
     summarize=summarize,
     cost=cost,
-    needs=lambda run: ("vision",) if run.negative else (),
+    needs=lambda run: ("images",) if run.negative else (),
     extra_cases=extra_cases,
 )
 def run(case: Case, ctx: RunContext) -> Exchange:

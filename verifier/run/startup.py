@@ -318,8 +318,8 @@ def _probe(
     caps = probe(
         client,
         run.model,
-        vision="vision" in needs,
-        tokenizer="tokenizer" in needs,
+        vision="images" in needs,
+        tokenizer="tokenizer_endpoints" in needs,
         logprobs="logprobs" in needs,
     )
     if reference is not None:
