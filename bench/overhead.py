@@ -44,7 +44,7 @@ from _harness import Simulator, emit, parse_list, table
 
 from verifier.endpoint.client import NO_KEY, EndpointClient
 from verifier.endpoint.transcript import Transcript
-from verifier.simulator.model import MODEL_ID
+from verifier.simulator.rules import MODEL_ID
 
 REQUEST: dict[str, Any] = {
     "model": MODEL_ID,

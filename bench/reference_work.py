@@ -57,7 +57,7 @@ sys.path.insert(0, str(REPO))
 from verifier.errors import ConfigError  # noqa: E402
 from verifier.reference.profiles import Profile, load_profile  # noqa: E402
 from verifier.reference.template import Rendered  # noqa: E402
-from verifier.reference.tokenizer import TiktokenTokenizer, special_pattern  # noqa: E402
+from verifier.reference.tokenizer_backends import TiktokenTokenizer, special_pattern  # noqa: E402
 
 DEFAULT_PROFILE = "kimi-k2"
 SEED = 0

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from verifier.reference.profiles import Profile
-from verifier.reference.tokenizer import encode_all_special
+from verifier.reference.tokenizer_backends import encode_all_special
 
 # What llama-server does wrong on the wire, observed, the same for every template and process
 # (request parsing and streaming live in tools/server/, not in the chat handlers).

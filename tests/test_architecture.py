@@ -170,3 +170,21 @@ def test_the_run_finds_out_at_its_start_what_its_families_need() -> None:
     # The generated bad requests send an image only when they run.
     assert FAMILIES.needs(dataclasses.replace(run, families=("wire",))) == {"images"}
     assert FAMILIES.needs(dataclasses.replace(run, families=("wire",), negative=0)) == set()
+
+
+def test_no_module_name_repeats_across_packages() -> None:
+    # A name says what a module holds wherever it is read (a traceback, an import line); a
+    # command's module is named after its command, a family's after its family.
+    allowed = {
+        "defects": {"verifier.cli.defects", "verifier.simulator.defects"},
+        "profiles": {"verifier.cli.profiles", "verifier.reference.profiles"},
+    }
+    by_name: dict[str, set[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        by_name.setdefault(path.stem, set()).add(module_name(path))
+    repeated = {
+        stem: modules
+        for stem, modules in by_name.items()
+        if len(modules) > 1 and stem != "__init__" and allowed.get(stem) != modules
+    }
+    assert repeated == {}

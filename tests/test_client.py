@@ -17,7 +17,7 @@ from verifier.errors import (
     EndpointTimeout,
     EndpointUnreachable,
 )
-from verifier.simulator.model import MODEL_ID
+from verifier.simulator.rules import MODEL_ID
 from verifier.simulator.server import SimulatorServer
 
 REQUEST = {"model": MODEL_ID, "messages": [{"role": "user", "content": "Hello there"}]}

@@ -16,7 +16,8 @@ from tests.compare_cards import family, scorecard, structured_metrics, tool_metr
 from tests.conftest import child_env
 from verifier.compare import InputError, build_comparison, load_input
 from verifier.compare.inputs import Input
-from verifier.compare.model import (
+from verifier.compare.origins import settings_text
+from verifier.compare.tables import (
     Comparison,
     Measure,
     Signature,
@@ -25,7 +26,6 @@ from verifier.compare.model import (
     State,
     rank,
 )
-from verifier.compare.provenance import settings_text
 from verifier.scorecard import signing
 
 

@@ -50,8 +50,8 @@ from verifier.simulator.defects import (
     parse_defects,
 )
 from verifier.simulator.faults import choose_fault, fires
-from verifier.simulator.model import MODEL_ID
 from verifier.simulator.process import SimulatorProcess
+from verifier.simulator.rules import MODEL_ID
 from verifier.simulator.server import SimulatorServer
 
 Vendor = Callable[..., SimulatorServer]

@@ -25,7 +25,7 @@ from tests.small_tokenizer import TEMPLATE as SMALL_TEMPLATE
 from verifier.errors import ConfigError
 from verifier.reference import gguf as gguf_profile
 from verifier.reference.profiles import Profile, load_profile
-from verifier.reference.tokenizer import HFTokenizer
+from verifier.reference.tokenizer_backends import HFTokenizer
 
 CONTROL, NORMAL = 3, 1
 

@@ -11,14 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verifier.compare.model import Standing, State
-from verifier.compare.performance import performance_view
+from verifier.compare.speed import performance_view
+from verifier.compare.tables import Standing, State
 from verifier.config import levels, prices
 from verifier.protocol.labels import Label
-from verifier.render.performance import performance_line, performance_markdown
+from verifier.render.performance_section import performance_line, performance_markdown
 from verifier.scorecard.gate import family_gate, summary_lines
-from verifier.scorecard.performance import cost, delivered_texts, measure
 from verifier.scorecard.provenance import endpoint_records
+from verifier.scorecard.request_figures import cost, delivered_texts, measure
 from verifier.simulator.pace import Pace, tokens_in
 from verifier.stats import quantile_interval
 

@@ -15,7 +15,7 @@ from verifier.endpoint.transcript import Transcript
 from verifier.errors import ConfigError, EndpointError
 from verifier.protocol.logprobs import LogprobsSupport, ReferenceEndpoint
 from verifier.protocol.tokenize import TokenizerEndpoints
-from verifier.simulator.model import MODEL_ID
+from verifier.simulator.rules import MODEL_ID
 from verifier.simulator.server import SimulatorServer
 
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from verifier.errors import ConfigError
 from verifier.reference.profiles import BUILTIN_DIR, Profile, load_profile
 from verifier.reference.template import ChatTemplate, TemplateError
-from verifier.reference.tokenizer import KIMI_PAT_STR, encode_all_special, encode_prompt
+from verifier.reference.tokenizer_backends import KIMI_PAT_STR, encode_all_special, encode_prompt
 
 KIMI = BUILTIN_DIR / "kimi-k2"
 

@@ -1,7 +1,7 @@
 """The simulated vendor's per-token distributions, their perturbations and their defects.
 
 Unit tests of the pure functions (verifier/simulator/distribution.py), of the answer's
-logprobs under each parity defect (verifier/simulator/answers.py), and over HTTP against
+logprobs under each parity defect (verifier/simulator/wire_answers.py), and over HTTP against
 ``verifier simulate`` with the openai SDK.
 """
 
@@ -16,12 +16,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verifier.simulator.answers import (
-    completion_body,
-    logprobs_of,
-    one_token_sampled,
-    stream_events,
-)
 from verifier.simulator.defects import parse_defects
 from verifier.simulator.distribution import (
     ALTERNATIVES,
@@ -41,9 +35,15 @@ from verifier.simulator.distribution import (
     prompt_digest,
     sample,
 )
-from verifier.simulator.model import MODEL_ID, ToyPath, respond, tokenize
 from verifier.simulator.process import SimulatorProcess
+from verifier.simulator.rules import MODEL_ID, ToyPath, respond, tokenize
 from verifier.simulator.validation import Policy, request_problem
+from verifier.simulator.wire_answers import (
+    completion_body,
+    logprobs_of,
+    one_token_sampled,
+    stream_events,
+)
 
 tokens = st.one_of(st.sampled_from(VOCABULARY), st.text(min_size=1, max_size=6))
 digests = st.text(alphabet="0123456789abcdef", min_size=64, max_size=64)

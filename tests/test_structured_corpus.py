@@ -18,7 +18,7 @@ from jsonschema import Draft202012Validator
 
 from verifier.cases.corpus import Case, load_corpus
 from verifier.simulator.conform import MISSING, conform
-from verifier.simulator.model import natural_json
+from verifier.simulator.rules import natural_json
 
 CASES = load_corpus(["structured_output"]).cases
 CONSTRAINED = [c for c in CASES if c.data.get("kind", "constrained") == "constrained"]
@@ -183,7 +183,7 @@ def test_the_simulated_engine_repairs_exactly_what_it_enforces(case: Case) -> No
 def test_truncation_cases_cannot_fit_their_budget(case: Case) -> None:
     import json
 
-    from verifier.simulator.model import tokenize
+    from verifier.simulator.rules import tokenize
 
     schema = case.data["response_format"]["json_schema"]["schema"]
     answer = json.dumps(conform(natural_json({"messages": case.data["messages"]}), schema))

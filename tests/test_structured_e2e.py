@@ -12,7 +12,7 @@ from tests.conftest import VerifierRun
 from tests.test_structured_corpus import JSON_SCHEMA, STRUCTURAL, TAGS, schema_of, uses
 from verifier import resources
 from verifier.cases.corpus import load_corpus
-from verifier.simulator.model import natural_json
+from verifier.simulator.rules import natural_json
 
 pytestmark = pytest.mark.slow
 

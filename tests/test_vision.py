@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from verifier.checks.vision import answer_findings, content_parts, words
 from verifier.reference.images import COLOURS, image_part
 from verifier.simulator.defects import parse_defects
-from verifier.simulator.vision import Eyes, answer, without_images
+from verifier.simulator.sight import Eyes, answer, without_images
 
 RED_BLUE = [["red"], ["blue"]]
 

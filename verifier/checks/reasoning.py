@@ -81,7 +81,7 @@ if TYPE_CHECKING:
     from ..cases.corpus import Case
     from ..reference.dialect import Dialect
     from ..reference.profiles import Profile
-    from ..reference.tokenizer import Tokenizer
+    from ..reference.tokenizer_backends import Tokenizer
     from .registry import RunContext
 
 MODES = (("non-stream", False), ("stream", True))

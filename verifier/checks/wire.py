@@ -77,7 +77,7 @@ from .support.subchecks import Graded, Rejected, SubCheck, Unsupported, run_chec
 if TYPE_CHECKING:
     from ..cases.corpus import Case
     from ..config import RunConfig
-    from ..reference.tokenizer import Tokenizer
+    from ..reference.tokenizer_backends import Tokenizer
     from .registry import RunContext
 
 # Stream problems (from the accumulator) that are protocol violations, by their own code.

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ..compare import InputError, build_comparison, load_input
-from ..compare.model import SignatureState
+from ..compare.tables import SignatureState
 from ..render.comparison_html import render_comparison_html
 from ..render.comparison_markdown import render_comparison_markdown
 from ..scorecard.signing import SignatureError, load_public_key

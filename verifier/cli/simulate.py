@@ -12,8 +12,8 @@ from types import FrameType
 from ..errors import VerifierError
 from ..reference.profiles import Profile, load_profile
 from ..simulator.defects import Defects, parse_defects
-from ..simulator.model import MODEL_ID
 from ..simulator.pace import Pace
+from ..simulator.rules import MODEL_ID
 from ..simulator.server import SimulatorServer
 
 

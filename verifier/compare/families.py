@@ -18,7 +18,7 @@ from .measures import (
     rate_measure,
     status_counts_measure,
 )
-from .model import Cell, Measure, Row, State, Table, info_row, ranked_row
+from .tables import Cell, Measure, Row, State, Table, info_row, ranked_row
 
 Entry = Mapping[str, Any] | None
 Entries = Sequence[Entry]

@@ -13,7 +13,7 @@ from jsonschema import exceptions as jsonschema_exceptions
 
 from .. import resources
 from ..scorecard import signing
-from .model import Signature, SignatureState
+from .tables import Signature, SignatureState
 
 ENVELOPE_KEYS = frozenset({"payload", "payloadType", "signatures"})
 # Schema messages quote the offending value; a whole scorecard would not fit on one line.

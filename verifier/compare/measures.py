@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..stats import wilson_interval
-from .model import Measure, State
+from .tables import Measure, State
 
 MISSING = Measure("–", State.MISSING)
 STATUSES = ("pass", "fail", "error", "unsupported")

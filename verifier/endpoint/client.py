@@ -207,7 +207,7 @@ def timing_record(result: ChatResult) -> dict[str, Any]:
     """When the answer's headers and (streamed) its token chunks arrived, in ms from sending.
 
     The performance section derives time to first token, inter-token gaps and decode rates
-    from these (:mod:`verifier.scorecard.performance`).
+    from these (:mod:`verifier.scorecard.request_figures`).
     """
 
     def ms(seconds: float) -> float:

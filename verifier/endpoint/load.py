@@ -4,7 +4,7 @@ At each level C the probe keeps C requests in flight until :func:`requests_at` o
 been answered; every one asks for the same fixed answer (greedy, :data:`MAX_TOKENS` tokens
 at most), streamed, so that its time to first token and its decode rate can be read from the
 chunks. The requests go through the one client and are recorded in the transcript as
-``load/cC#k``; :func:`verifier.scorecard.performance.load_curve` makes the curve of them.
+``load/cC#k``; :func:`verifier.scorecard.request_figures.load_curve` makes the curve of them.
 """
 
 from __future__ import annotations

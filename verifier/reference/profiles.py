@@ -41,7 +41,7 @@ from ..errors import ConfigError
 from . import gguf, hub
 from .dialect import Dialect
 from .template import ChatTemplate, Rendered, TemplateError
-from .tokenizer import (
+from .tokenizer_backends import (
     KIMI_PAT_STR,
     HFTokenizer,
     TiktokenTokenizer,

@@ -26,7 +26,7 @@ import jinja2
 from jinja2.sandbox import SandboxedEnvironment, SecurityError
 
 from ..errors import ConfigError
-from .tokenizer import special_pattern
+from .tokenizer_backends import special_pattern
 
 _MARKER = re.compile("\ue000(\\d+)\ue001")
 

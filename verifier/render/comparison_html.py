@@ -11,7 +11,8 @@ from collections.abc import Iterator, Sequence
 from html import escape
 
 from .. import __version__
-from ..compare.model import (
+from ..compare.origins import PROVENANCE_COLUMNS, provenance_cells
+from ..compare.tables import (
     Cell,
     Comparison,
     FamilyView,
@@ -22,7 +23,6 @@ from ..compare.model import (
     Table,
     Vendor,
 )
-from ..compare.provenance import PROVENANCE_COLUMNS, provenance_cells
 from . import text
 from .charts import Point, axis_top, interval_chart
 

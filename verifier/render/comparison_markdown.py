@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..compare.model import Cell, Comparison, FamilyView, SignatureState, Table, Vendor
-from ..compare.provenance import PROVENANCE_COLUMNS, provenance_cells
+from ..compare.origins import PROVENANCE_COLUMNS, provenance_cells
+from ..compare.tables import Cell, Comparison, FamilyView, SignatureState, Table, Vendor
 from . import text
 from .markdown import code, escape, table
 

@@ -10,7 +10,7 @@ from ..cases.corpus import Case
 from ..compare.families import ruling_text
 from ..compare.measures import paired_text
 from ..outcome import Finding, Outcome, Status
-from .performance import performance_line
+from .performance_section import performance_line
 
 MAX_FINDINGS_SHOWN = 8
 

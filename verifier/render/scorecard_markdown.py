@@ -6,14 +6,14 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..compare.build import family_order
 from ..compare.families import VIEWS, generic
 from ..compare.measures import STATUSES, family_measure, interval_text
-from ..compare.model import Row, State
-from ..compare.provenance import profile_text, settings_text, timestamp, when_text
+from ..compare.origins import profile_text, settings_text, timestamp, when_text
+from ..compare.tables import Row, State
+from ..compare.views import family_order
 from ..scorecard.gate import accuracy_text, actual_text
 from .markdown import code, code_block, escape, table
-from .performance import performance_markdown
+from .performance_section import performance_markdown
 from .report import _interval as score_text
 from .report import budget_lines, faults_text, paired_lines
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..compare.model import Cell, Comparison, Difference, Standing, State
+from ..compare.tables import Cell, Comparison, Difference, Standing, State
 
 MARKERS = {Standing.WORSE: "▼", Standing.CLEARLY_WORSE: "▼▼"}
 MARKER_TITLES = {

@@ -16,8 +16,8 @@ from ..checks import FAMILIES
 from ..outcome import CaseRecord
 from ..scorecard.build import TranscriptSummary, build_scorecard
 from ..scorecard.gate import GateVerdict
-from ..scorecard.performance import measure
 from ..scorecard.provenance import endpoint_records, seen_in_transcript
+from ..scorecard.request_figures import measure
 from .budget import summary as budget_summary
 from .journal import JournalContents, read_journal
 from .outdir import write_results

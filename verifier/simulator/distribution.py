@@ -1,6 +1,6 @@
 """The simulated model's per-token distributions, as ``logprobs`` reports them (pure).
 
-The toy model's text is fixed by rules (:mod:`~verifier.simulator.model`); this module gives
+The toy model's text is fixed by rules (:mod:`~verifier.simulator.rules`); this module gives
 each of its tokens a plausible distribution. At every position a seeded table gives logits:
 the emitted token's is 0, 19 alternatives (word-like tokens from :data:`VOCABULARY`) lie
 between -8 and -1, and the rest of the vocabulary is lumped into one logit between -4 and -1

@@ -15,7 +15,7 @@ import dataclasses
 import json
 import random
 
-from .model import tokenize
+from .rules import tokenize
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

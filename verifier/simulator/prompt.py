@@ -20,7 +20,12 @@ from typing import Any
 from ..reference.output import model_output
 from ..reference.profiles import Profile
 from ..reference.template import Rendered
-from ..reference.tokenizer import TiktokenTokenizer, Tokenizer, encode_all_special, encode_prompt
+from ..reference.tokenizer_backends import (
+    TiktokenTokenizer,
+    Tokenizer,
+    encode_all_special,
+    encode_prompt,
+)
 from .defects import (
     MAX_TOKENS_NOT_HONOURED,
     PARTIAL_PREFILL_IGNORED,
@@ -38,7 +43,7 @@ from .defects import (
     TOKENIZER_OLD_VOCAB,
     Defects,
 )
-from .vision import Eyes, without_images
+from .sight import Eyes, without_images
 
 # How many of the newest merges an "older vocabulary" lacks.
 OLD_VOCAB_DROPPED = 40_000

@@ -25,8 +25,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..reference.profiles import Profile
-from ..reference.tokenizer import encode_all_special
-from .answers import completion_body, one_token_sampled, stream_events
+from ..reference.tokenizer_backends import encode_all_special
 from .defects import (
     BAD_RESPONSE_FORMAT_500,
     ERROR_PARAM_WRONG,
@@ -55,10 +54,11 @@ from .defects import (
 )
 from .distribution import Perturbation, PromptMemory, prompt_digest
 from .faults import InFlight, choose_fault
-from .model import MODEL_ID, Path, ToyPath, respond
 from .pace import Pace, tokens_in
 from .prompt import PromptPath
+from .rules import MODEL_ID, Path, ToyPath, respond
 from .validation import Policy, Rejection, request_problem, with_declared_tools
+from .wire_answers import completion_body, one_token_sampled, stream_events
 
 # What fault-garbage answers: a proxy's error page, sent as if it were the JSON answer.
 GARBAGE = (

@@ -34,7 +34,7 @@ from .defects import (
     Defects,
 )
 from .distribution import MAX_TOP_LOGPROBS
-from .model import MODEL_ID
+from .rules import MODEL_ID
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 _FORMAT_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")

@@ -45,7 +45,7 @@ from ...protocol.answers import ChatResult, Choice
 from ...reference.dialect import DEFAULT_FIELD
 from ...reference.output import model_output
 from ...reference.profiles import Profile
-from ...reference.tokenizer import encode_prompt
+from ...reference.tokenizer_backends import encode_prompt
 from .common import excerpt
 
 # How far billing may stray from the rendered count where the template does not decide it:

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...reference.template import Rendered
-from ...reference.tokenizer import encode_all_special, encode_prompt
+from ...reference.tokenizer_backends import encode_all_special, encode_prompt
 
 if TYPE_CHECKING:
     from ...reference.profiles import Profile

@@ -53,8 +53,8 @@ from .defects import (
 )
 from .oracle import natural_calls, planned_calls
 from .sampling import pick
+from .sight import Eyes, answer
 from .thinking import call_markup, split, thinks
-from .vision import Eyes, answer
 
 MODEL_ID = "simulated-tiny"
 GREETING = "Hello! I am a tiny deterministic model."

@@ -10,7 +10,9 @@ from ..config import FAMILY_NAMES
 from .families import VIEWS, generic
 from .inputs import Input
 from .measures import STATUSES, family_measure, verdict_measure
-from .model import (
+from .origins import profile_text, setting_text, short_digest
+from .speed import performance_view
+from .tables import (
     Comparison,
     Difference,
     Failure,
@@ -21,8 +23,6 @@ from .model import (
     info_row,
     ranked_row,
 )
-from .performance import performance_view
-from .provenance import profile_text, setting_text, short_digest
 
 # Families whose cases are graded against the reference profile (--profile).
 PROFILE_FAMILIES = ("chat_template", "tokenizer", "vision", "wire")

@@ -233,7 +233,7 @@ class Comparison:
     families: tuple[FamilyView, ...]
     differences: tuple[Difference, ...]
     notes: tuple[str, ...]
-    # Speed and spend (compare.performance), when a scorecard measured them.
+    # Speed and spend (compare.speed), when a scorecard measured them.
     performance: FamilyView | None = None
 
     @property

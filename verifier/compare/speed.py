@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .measures import MISSING, rate_measure
-from .model import Difference, FamilyView, Measure, Row, State, Table, info_row, ranked_row
+from .tables import Difference, FamilyView, Measure, Row, State, Table, info_row, ranked_row
 
 NAME = "performance"
 SPEED = (

@@ -4,7 +4,7 @@ Wire defects of the catalogue are applied here (raw finish_reason tokens, a wron
 usage total, inconsistent logprobs, a repeated role, a missing usage chunk or
 [DONE], n ignored), and so are the logprobs' distributions (from
 :mod:`~verifier.simulator.distribution`) with the defects that misreport them;
-behaviour defects live in the model.
+behaviour defects live in the model (:mod:`~verifier.simulator.rules`).
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ from .distribution import (
     prompt_digest,
     sample,
 )
-from .model import (
+from .rules import (
     MODEL_ID,
     Path,
     Reply,
