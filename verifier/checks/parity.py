@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..outcome import CaseRecord, Finding, Outcome, Status
 from ..protocol.answers import ChatResult
-from ..protocol.requests import Chat, Exchange
+from ..protocol.requests import Chat, Exchange, together
 from ..stats import SequentialTest, bootstrap_mean_interval, rate
 from .registry import ParityContext, family
 from .support import first_tokens
@@ -592,7 +592,8 @@ def _samples(
     """
     offset = 0 if target == "reference" or ctx.parity.recording else first_tokens.SAMPLES
     data = case.data
-    found = []
+    prefix = "reference-" if target == "reference" else ""
+    asked = []
     for i in range(first_tokens.SAMPLES):
         body = ctx.request(
             messages=data["messages"], max_tokens=1, temperature=1.0, seed=ctx.seed + offset + i
@@ -600,9 +601,12 @@ def _samples(
         body["model"] = model or ctx.model
         if "tools" in data:
             body["tools"] = data["tools"]
-        prefix = "reference-" if target == "reference" else ""
         name = f"{prefix}sample-{i + 1}"
-        result = yield Chat(body, name, target=target, observe=target != "reference")
+        asked.append(Chat(body, name, target=target, observe=target != "reference"))
+    found = []
+    for i, chat in enumerate(together(asked)):
+        name = chat.name
+        result = yield chat
         if not result.ok:
             return rejected(f"{prefix}sampling", result, {"requests": i + 1})
         broken = evidence_findings(result, name)

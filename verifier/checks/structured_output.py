@@ -34,7 +34,7 @@ from jsonschema import exceptions as jsonschema_exceptions
 from ..errors import CaseDataError, EndpointTimeout
 from ..outcome import CaseRecord, Finding, Outcome, Status
 from ..protocol.answers import ChatResult
-from ..protocol.requests import Chat, Exchange
+from ..protocol.requests import Chat, Exchange, together
 from ..stats import rate
 from .registry import QUICK, family
 from .support.common import (
@@ -316,9 +316,13 @@ def run(case: Case, ctx: RunContext) -> Exchange:
     valid = cut = 0
     evidence: dict[str, Any] = {}
     base = {"keyword": data["keyword"], "kind": kind_of(case), "mode": mode_of(case)}
-    for number in range(1, repeats + 1):
-        name = f"{'stream' if stream else 'non-stream'}-{number}"
-        result = yield Chat(request, name, stream=stream)
+    asked = [
+        Chat(request, f"{'stream' if stream else 'non-stream'}-{n}", stream=stream)
+        for n in range(1, repeats + 1)
+    ]
+    for number, chat in enumerate(together(asked), 1):
+        name = chat.name
+        result = yield chat
         if not result.ok:
             metrics = {**base, "requests": number, "accepted": False}
             return rejected("response_format", result, metrics)

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..outcome import CaseRecord, Finding, Outcome, Status
 from ..protocol.answers import ChatResult, Choice, ToolCall
-from ..protocol.requests import Chat, Exchange
+from ..protocol.requests import Chat, Exchange, together
 from ..stats import rate
 from .registry import family
 from .support.common import excerpt, rejected, schema_findings, unsupported
@@ -680,10 +680,17 @@ def run(case: Case, ctx: RunContext) -> Exchange:
     repeats = ctx.repeats_for(case.family)
     id_format = ctx.profile.policies.tool_call_id if ctx.profile else None
     found = _Repeats()
-    for number in range(1, repeats + 1):
-        stream = number % 2 == 0
-        name = f"{'stream' if stream else 'non-stream'}-{number}"
-        result = yield Chat(request, name, stream=stream)
+    # Each repeat is asked whatever the others answered, unless a failing case stops early.
+    asked = together(
+        [
+            Chat(request, f"{'stream' if n % 2 == 0 else 'non-stream'}-{n}", stream=n % 2 == 0)
+            for n in range(1, repeats + 1)
+        ],
+        independent=not ctx.stop_early,
+    )
+    for number, chat in enumerate(asked, 1):
+        stream, name = chat.stream, chat.name
+        result = yield chat
         if not result.ok:
             return rejected(
                 "tools", result, {"requests": number, "category": case.data["category"]}

@@ -10,7 +10,7 @@ network, and a unit test drives a family with recorded answers.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from ..errors import EndpointError
@@ -36,6 +36,9 @@ class Chat:
             the tokenizer ladder's helper completions.
         target: ``endpoint``, the endpoint under test, or ``reference``, the reference
             deployment the parity family compares with (``--reference-endpoint``).
+        then: the requests the family yields next, in this order, whatever this one's
+            answer (repeats, samples): the executor may send them with this one
+            (:func:`together`); their answers still come back one by one, in order.
     """
 
     body: Mapping[str, Any]
@@ -44,6 +47,7 @@ class Chat:
     keep_persistent_5xx: bool = False
     observe: bool = True
     target: str = "endpoint"
+    then: tuple[Chat, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -80,6 +84,19 @@ class Get:
     route: str
     name: str
     observe: bool = False
+
+
+def together(requests: Sequence[Chat], independent: bool = True) -> list[Chat]:
+    """`requests`, to be yielded in this order, the first announcing the others.
+
+    An exchange whose requests do not depend on each other's answers yields these instead,
+    so that the executor may send them at once; one that may stop on an answer (``--budget
+    auto``'s early stop) passes ``independent=False`` and gets them as they are.
+    """
+    if not independent or len(requests) < 2:
+        return list(requests)
+    first, *rest = requests
+    return [dataclasses.replace(first, then=tuple(rest)), *rest]
 
 
 Request = Chat | Raw | Post | Get

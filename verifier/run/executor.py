@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from typing import Any
 
 from ..cases.corpus import Case
@@ -25,6 +26,7 @@ from ..protocol.answers import ChatResult
 from ..protocol.labels import Label
 from ..protocol.requests import Chat, Request, drive
 from .budget import Budget
+from .in_flight import InFlight
 
 
 class Executor:
@@ -37,6 +39,8 @@ class Executor:
             no further case.
         reference: the client of the reference deployment (``--reference-endpoint``), for
             requests whose target is ``reference``; None when there is none.
+        in_flight: the process's requests in flight (``--concurrency``); None sends each
+            request when its family yields it.
     """
 
     def __init__(
@@ -45,11 +49,13 @@ class Executor:
         context: RunContext,
         budget: Budget | None,
         reference: EndpointClient | None = None,
+        in_flight: InFlight | None = None,
     ) -> None:
         self.client = client
         self.context = context
         self.budget = budget
         self.reference = reference
+        self.in_flight = in_flight
         self._graded: dict[str, list[CaseRecord]] = {}
         self._lock = threading.Lock()
 
@@ -70,7 +76,7 @@ class Executor:
         """The case's outcome; None when its family stopped before it was sent."""
         if self.stop_reason(case.family):
             return None
-        outcome = run_case(case, self.context, self.client, self.reference)
+        outcome = run_case(case, self.context, self.client, self.reference, self.in_flight)
         if self.budget is not None:
             self.budget.record(case.family, outcome.status)
         with self._lock:
@@ -81,7 +87,11 @@ class Executor:
 
 
 def run_case(
-    case: Case, base: RunContext, client: EndpointClient, reference: EndpointClient | None = None
+    case: Case,
+    base: RunContext,
+    client: EndpointClient,
+    reference: EndpointClient | None = None,
+    in_flight: InFlight | None = None,
 ) -> Outcome:
     """Run and grade `case`; a transport fault that outlived the retries is an ERROR outcome.
 
@@ -90,18 +100,34 @@ def run_case(
     the wire family owns shapes). With a profile, every answer's bill is held to what it
     delivered (output accounting, :mod:`verifier.checks.support.accounting`): its figures go
     into the ``accounting`` metric and its findings fail the case, whichever family sent it.
-    A request for the reference goes to `reference`.
+    A request for the reference goes to `reference`. Requests a family announces
+    (``Chat.then``) go out ahead through `in_flight` when it allows more than one; an answer
+    counts as the case's only once the family has yielded its request.
     """
     ctx = dataclasses.replace(base, observed=[])
     # The endpoint's answers to chat requests, with what was asked: output accounting's input.
     asked: list[tuple[Mapping[str, Any], ChatResult]] = []
+    ahead: dict[str, tuple[Request, Future[ChatResult]]] = {}
 
-    def send(request: Request) -> ChatResult:
+    def transmit(request: Request) -> Callable[[], ChatResult]:
         target = client
         if isinstance(request, Chat) and request.target == "reference":
             assert reference is not None, "a reference request without --reference-endpoint"
             target = reference
-        answer = target.send(request, str(Label(case.family, case.id, request.name)))
+        label = str(Label(case.family, case.id, request.name))
+        return lambda: target.send(request, label)
+
+    def send(request: Request) -> ChatResult:
+        if request.name in ahead:
+            announced, future = ahead.pop(request.name)
+            assert announced == request, f"{request.name} is not the request announced"
+            answer = future.result()
+        else:
+            if in_flight is not None and in_flight.ahead_allowed and isinstance(request, Chat):
+                for follower in request.then:
+                    ahead[follower.name] = (follower, in_flight.ahead(transmit(follower)))
+            call = transmit(request)
+            answer = call() if in_flight is None else in_flight.send(call)
         if request.observe:
             ctx.observed.append(answer)
             if isinstance(request, Chat) and request.target == "endpoint":

@@ -24,6 +24,7 @@ from ..render.report import budget_lines, summary_lines
 from ..scorecard.gate import summary_lines as gate_lines
 from .executor import Executor
 from .finish import exit_status, finish
+from .in_flight import InFlight
 from .items import SESSION_KEY, CaseItem, FamilyCollector, queued_items
 from .schedule import CaseScheduler
 from .startup import (
@@ -78,7 +79,10 @@ class VerifierSession:
             for key, outcome in self.state.done.items():
                 budget.record(key.partition("/")[0], outcome["status"])
         state = self.state
-        self.executor = Executor(state.client, state.context(), budget, state.reference)
+        self.in_flight = InFlight(run.concurrency)
+        self.executor = Executor(
+            state.client, state.context(), budget, state.reference, self.in_flight
+        )
         self.scheduler = CaseScheduler(self.executor.run, run.concurrency)
         self.scorecard: dict[str, Any] | None = None
 
@@ -196,6 +200,7 @@ class VerifierSession:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Close the transcript; on the controller, merge it and write the scorecard."""
         self.scheduler.close()
+        self.in_flight.close()
         for client in (self.state.client, self.state.reference):
             if client is not None:
                 client.close()
