@@ -23,7 +23,13 @@ from tests.conftest import VerifierRun, fake_key, verify
 from verifier import resources
 from verifier.cases.corpus import load_corpus
 from verifier.checks.structured_output import output_findings
-from verifier.endpoint.client import FAULT_KINDS, EndpointClient, answer_fault
+from verifier.endpoint.client import (
+    FAULT_KINDS,
+    STEADY_AFTER,
+    EndpointClient,
+    Steadiness,
+    answer_fault,
+)
 from verifier.endpoint.transcript import Transcript
 from verifier.errors import (
     EndpointError,
@@ -32,6 +38,7 @@ from verifier.errors import (
     EndpointTimeout,
 )
 from verifier.protocol.answers import parse_completion
+from verifier.protocol.requests import Retry
 from verifier.render.report import summary_lines
 from verifier.scorecard.provenance import endpoint_records, seen_in_transcript
 from verifier.simulator import defects as defects_module
@@ -334,7 +341,8 @@ def test_defect_under_concurrency_bites_only_requests_that_overlap(vendor: Vendo
 def faulty_client(server: SimulatorServer, tmp_path: Path, **kwargs: Any) -> EndpointClient:
     """A client with the key, two retries and no waiting, recording to tmp_path/t.jsonl."""
     kwargs.setdefault("max_retries", 2)
-    client = EndpointClient(server.base_url, api_key=KEY, sleep=lambda _: None, **kwargs)
+    kwargs.setdefault("sleep", lambda _: None)
+    client = EndpointClient(server.base_url, api_key=KEY, **kwargs)
     client.transcript = Transcript(tmp_path / "t.jsonl", client.redactor)
     return client
 
@@ -585,3 +593,58 @@ def test_structured_output_breaks_only_under_concurrent_load(
         family = together.family("structured_output")
         assert family["counts"]["fail"] > 0 and family["counts"]["error"] == 0, concurrent
         assert set(family["codes"]) <= {"not_json", "schema_mismatch"}
+
+
+# A request built to be bad: no messages.
+BAD = json.dumps({"model": MODEL_ID, "max_tokens": 4}).encode()
+
+
+def test_steadiness_needs_enough_answers_and_is_lost_at_the_first_fault() -> None:
+    steadiness = Steadiness()
+    for _ in range(STEADY_AFTER - 1):
+        steadiness.record(None)
+    assert not steadiness.steady
+    steadiness.record(None)
+    assert steadiness.steady
+    steadiness.record("timeout")
+    steadiness.record(None)
+    assert not steadiness.steady
+
+
+@pytest.mark.parametrize(
+    ("answered", "retry", "attempts", "waits"),
+    [
+        # Steady: the bad request's own server error, one immediate retry.
+        (STEADY_AFTER, "quick", 2, 0),
+        # Not yet steady: the whole ladder, with its waits.
+        (STEADY_AFTER - 1, "quick", 3, 2),
+        (STEADY_AFTER, "ladder", 3, 2),
+        (STEADY_AFTER, "none", 1, 0),
+    ],
+)
+def test_a_bad_requests_server_error_gets_one_quick_retry_once_the_endpoint_is_steady(
+    vendor: Vendor, tmp_path: Path, answered: int, retry: Retry, attempts: int, waits: int
+) -> None:
+    waited: list[float] = []
+    server = vendor("invalid-request-500", api_key=KEY)
+    client = faulty_client(server, tmp_path, sleep=waited.append)
+    for _ in range(answered):
+        assert client.chat(REQUEST).ok
+    result = client.post_raw(BAD, content_type="application/json", retry=retry)
+    assert (result.status, result.attempts, len(waited)) == (500, attempts, waits)
+    client.close()
+
+
+def test_a_fault_on_a_request_that_must_be_answered_brings_back_the_ladder(
+    vendor: Vendor, tmp_path: Path
+) -> None:
+    waited: list[float] = []
+    server = vendor("invalid-request-500", "http-500-every-3rd", api_key=KEY)
+    client = faulty_client(server, tmp_path, sleep=waited.append)
+    for _ in range(STEADY_AFTER):
+        assert client.chat(REQUEST).ok
+    assert waited and not client.steadiness.steady
+    waited.clear()
+    result = client.post_raw(BAD, content_type="application/json", retry="quick")
+    assert result.status == 500 and result.attempts == 3 and len(waited) == 2
+    client.close()

@@ -27,6 +27,7 @@ from __future__ import annotations
 import email.utils
 import random
 import ssl
+import threading
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -44,7 +45,7 @@ from ..errors import (
     EndpointUnreachable,
 )
 from ..protocol.answers import ChatResult, parse_body, parse_completion
-from ..protocol.requests import Chat, Get, Post, Raw, Request
+from ..protocol.requests import Chat, Get, Post, Raw, Request, Retry
 from ..protocol.stream import accumulate
 from .redaction import Redactor, redact_url, secret_query_values, split_credentials
 from .transcript import Transcript
@@ -73,6 +74,38 @@ def fault_end(record: Mapping[str, Any]) -> str | None:
     if record.get("fault") not in FAULT_KINDS:
         return None
     return "retried" if record.get("retry") else "gave_up"
+
+
+# A server error to a request built to be bad is taken as the request's own once this many
+# attempts of requests that had to be answered were answered, and none met a fault.
+STEADY_AFTER = 16
+
+
+class Steadiness:
+    """Whether the endpoint has answered every request it had to, so far (thread-safe).
+
+    One fault on such a request (any kind) marks it unsteady for the rest of the run: its
+    server errors may then be its own, whatever was asked, and get the whole retry ladder.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._clean = 0
+        self._faulted = False
+
+    def record(self, fault: str | None) -> None:
+        """Count one attempt of a request that had to be answered."""
+        with self._lock:
+            if fault is None:
+                self._clean += 1
+            else:
+                self._faulted = True
+
+    @property
+    def steady(self) -> bool:
+        """Enough answered attempts, and no fault among them."""
+        with self._lock:
+            return not self._faulted and self._clean >= STEADY_AFTER
 
 
 class _StreamBroken(Exception):
@@ -263,6 +296,7 @@ class EndpointClient:
         self.transcript = transcript or Transcript(None, self.redactor)
         self._sleep = sleep
         self._random = random.Random()
+        self.steadiness = Steadiness()
         sdk_base, query = split_credentials(base_url)
         self._sdk = openai.OpenAI(
             api_key=api_key or NO_KEY,
@@ -325,6 +359,7 @@ class EndpointClient:
             keep_persistent_5xx=keep_persistent_5xx,
             url=f"{self.display_url}/chat/completions",
             retry_non_json=True,
+            steadiness=None if keep_persistent_5xx else self.steadiness,
         )
 
     def post_raw(
@@ -334,13 +369,15 @@ class EndpointClient:
         content_type: str,
         label: str = "",
         stream: bool = False,
-        retried: bool = True,
+        retry: Retry = "ladder",
     ) -> ChatResult:
         """POST bytes as they are to ``/chat/completions`` (for malformed-request checks).
 
         A 5xx that outlives the retries is returned, not raised: for a request that
         must be rejected, the server error is the finding. With `stream` (the bytes ask for
-        one) an answer is read as a stream; without `retried`, the first answer stands.
+        one) an answer is read as a stream. `retry` is the request's (:class:`Raw`): with
+        ``quick``, a server error gets one immediate retry while the endpoint is steady
+        (:class:`Steadiness`), the ladder otherwise; with ``none`` the first answer stands.
         """
         return self._with_retries(
             lambda: self._send(
@@ -359,7 +396,8 @@ class EndpointClient:
             keep_persistent_5xx=True,
             url=f"{self.display_url}/chat/completions",
             retry_non_json=True,
-            retries=None if retried else 0,
+            retries=0 if retry == "none" else None,
+            quick_5xx=retry == "quick",
         )
 
     @property
@@ -414,7 +452,7 @@ class EndpointClient:
                     content_type=request.content_type,
                     label=label,
                     stream=request.stream,
-                    retried=request.retried,
+                    retry=request.retry,
                 )
             case Post():
                 return self.post_json(
@@ -463,10 +501,14 @@ class EndpointClient:
         url: str,
         retry_non_json: bool = False,
         retries: int | None = None,
+        quick_5xx: bool = False,
+        steadiness: Steadiness | None = None,
     ) -> ChatResult:
         """Call `send` until its answer stands or the retries run out; record every attempt.
 
-        `retries` overrides the client's ``max_retries`` for this request.
+        `retries` overrides the client's ``max_retries`` for this request. With `quick_5xx`,
+        a server error while the endpoint is steady gets one immediate retry, not the
+        ladder. Each attempt of a request that had to be answered counts in `steadiness`.
 
         Raises:
             EndpointError: a transport failure or a 429/5xx outlived the retries (a
@@ -492,11 +534,20 @@ class EndpointClient:
                 result = self._status_answer(exc, stream, started)
             except Exception as exc:  # noqa: BLE001 - translated below, re-raised if unknown
                 error = self._record_failure(exc, record, attempt, started, final)
+                if steadiness is not None:
+                    steadiness.record(record["fault"])
                 if final:
                     raise error from None
                 self._sleep(self._delay(attempt, None))
                 continue
+            quick = quick_5xx and result.status >= 500 and self.steadiness.steady
+            if quick:
+                # The request's own server error: one more attempt, sent at once, is the last.
+                attempts = min(attempts, attempt + 1)
+                final = attempt == attempts
             fault = self._record_answer(result, record, attempt, final, retry_non_json)
+            if steadiness is not None:
+                steadiness.record(fault)
             if fault is None:
                 return result
             if final:
@@ -507,6 +558,8 @@ class EndpointClient:
                     status=result.status,
                     attempts=attempt,
                 )
+            if quick:
+                continue
             wait = retry_after_seconds(result.headers) if result.status == 429 else None
             self._sleep(self._delay(attempt, wait))
         raise AssertionError("unreachable: the loop returns or raises")

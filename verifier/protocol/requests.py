@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Generator, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from ..errors import EndpointError
 from .answers import ChatResult
@@ -50,13 +50,20 @@ class Chat:
     then: tuple[Chat, ...] = ()
 
 
+Retry = Literal["ladder", "quick", "none"]
+RETRIES: tuple[Retry, ...] = ("ladder", "quick", "none")
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class Raw:
     """Bytes ``POST``ed as they are to ``/chat/completions`` (malformed-request checks).
 
     `stream`: the bytes ask for a stream, so an answer that comes is read as one.
-    `retried`: False sends it once, its first answer standing (a shrinking step, judged by
-    what one answer shows).
+    `retry`: how a fault is retried (:data:`RETRIES`): ``ladder``, the client's retries with
+    backoff; ``quick``, a server error to a request built to be bad is its own once the
+    endpoint has answered steadily, and gets one immediate retry (the ladder otherwise);
+    ``none``, sent once, its first answer standing (a shrinking step, judged by what one
+    answer shows).
     """
 
     content: bytes
@@ -64,7 +71,7 @@ class Raw:
     name: str
     observe: bool = True
     stream: bool = False
-    retried: bool = True
+    retry: Retry = "ladder"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ from ...cases.negative import BASES, MODEL, narrowed, schema_fields, smaller, wi
 from ...errors import EndpointError, EndpointStatusError, EndpointTimeout
 from ...outcome import CaseRecord, Finding
 from ...protocol.answers import ChatResult
-from ...protocol.requests import Chat, Raw, Request
+from ...protocol.requests import Chat, Raw, Request, Retry
 from .common import excerpt, rejection_findings
 from .evidence import evidence_findings
 from .shapes import shape_findings
@@ -90,8 +90,10 @@ def run_generated(case: Case, ctx: RunContext) -> Graded:
     plain = Chat({**BASES["plain"], "model": ctx.model}, "before")
     control = None if accept else (yield from _answer_or_error(plain))
     dropped: EndpointError | None = None
+    # A valid edge request must be answered: its server errors get the whole retry ladder.
+    retry: Retry = "ladder" if accept else "quick"
     try:
-        result = yield Raw(content, "application/json", "bad", stream=stream)
+        result = yield Raw(content, "application/json", "bad", stream=stream, retry=retry)
     except EndpointTimeout as exc:
         code = "valid_request_rejected" if accept else "invalid_request_hang"
         findings = [Finding(code, f"{what} got no answer: {exc.message}; the request, {shown}")]
@@ -108,7 +110,7 @@ def run_generated(case: Case, ctx: RunContext) -> Graded:
     if accept:
         return findings, {**metrics, "requests": 1}
     assert control is not None
-    again = Raw(content, "application/json", "bad-2", stream=stream)
+    again = Raw(content, "application/json", "bad-2", stream=stream, retry="quick")
     hurt, requests = yield from _next_user(plain, control, again, findings, metrics, dropped)
     findings += hurt
     failed = {f.code for f in findings} & SHRUNK_CODES
@@ -265,7 +267,7 @@ def _shrink(
             stream = candidate.get("stream") is True
             label = f"shrink-{sends}"
             try:
-                result = yield Raw(sent, "application/json", label, stream=stream, retried=False)
+                result = yield Raw(sent, "application/json", label, stream=stream, retry="none")
             except EndpointError:
                 alike = False
             else:
