@@ -22,9 +22,9 @@ import pytest
 
 from tests.conftest import REPO, VerifierRun
 from verifier import resources
-from verifier.compare import build_comparison
 from verifier.compare.inputs import Input
 from verifier.compare.tables import Signature, SignatureState
+from verifier.compare.views import build_comparison
 from verifier.render.comparison_html import render_comparison_html
 from verifier.render.comparison_markdown import render_comparison_markdown
 

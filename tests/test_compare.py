@@ -14,8 +14,7 @@ import pytest
 
 from tests.compare_cards import family, scorecard, structured_metrics, tool_metrics
 from tests.conftest import child_env
-from verifier.compare import InputError, build_comparison, load_input
-from verifier.compare.inputs import Input
+from verifier.compare.inputs import Input, InputError, load_input
 from verifier.compare.origins import settings_text
 from verifier.compare.tables import (
     Comparison,
@@ -26,6 +25,7 @@ from verifier.compare.tables import (
     State,
     rank,
 )
+from verifier.compare.views import build_comparison
 from verifier.scorecard import signing
 
 

@@ -8,9 +8,9 @@ from typing import Any
 
 from tests.compare_cards import family, scorecard, structured_metrics, tool_metrics
 from verifier import resources
-from verifier.compare import build_comparison
 from verifier.compare.inputs import Input
 from verifier.compare.tables import Comparison, Signature, SignatureState
+from verifier.compare.views import build_comparison
 from verifier.render.comparison_html import render_comparison_html
 from verifier.render.comparison_markdown import render_comparison_markdown
 from verifier.render.markdown import code, code_block, escape

@@ -9,11 +9,13 @@ the case's :class:`~verifier.outcome.Outcome`. It sends nothing itself: the exec
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+import importlib
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..cases.corpus import Case
+from ..config import FAMILY_NAMES
 from ..outcome import CaseRecord, Summarize
 from ..protocol.answers import ChatResult
 from ..protocol.logprobs import LogprobsSupport, ReferenceEndpoint
@@ -107,9 +109,14 @@ class Family:
 
 
 class Registry:
-    """Families by name; registering a name twice is an error."""
+    """Families by name; registering a name twice is an error.
 
-    def __init__(self) -> None:
+    The built-in families (`built_in`, modules of this package named after them) are imported
+    when first asked for, so that a run imports only the families it runs.
+    """
+
+    def __init__(self, built_in: Sequence[str] = ()) -> None:
+        self._built_in = tuple(built_in)
         self._families: dict[str, Family] = {}
 
     def register(self, family: Family) -> Family:
@@ -130,25 +137,29 @@ class Registry:
         return family
 
     def __getitem__(self, name: str) -> Family:
+        if name not in self._families and name in self._built_in:
+            # Its module registers it (the @family decorator).
+            importlib.import_module(f"{__package__}.{name}")
         return self._families[name]
 
     def __iter__(self) -> Iterator[Family]:
-        return iter(self._families.values())
+        return (self[name] for name in self.names())
 
     def names(self) -> tuple[str, ...]:
-        """Registered family names, in registration order."""
-        return tuple(self._families)
+        """The family names: the built-in ones, then those registered, in that order."""
+        return (*self._built_in, *(n for n in self._families if n not in self._built_in))
 
-    def summarizers(self) -> dict[str, Summarize]:
-        """Each family's own scorecard sub-metrics function, by name (those that have one)."""
-        return {f.name: f.summarize for f in self._families.values() if f.summarize is not None}
+    def summarizers(self, names: Iterable[str]) -> dict[str, Summarize]:
+        """Those of `names` that have their own scorecard sub-metrics function, by name."""
+        families = [self[name] for name in names]
+        return {f.name: f.summarize for f in families if f.summarize is not None}
 
     def needs(self, run: RunConfig) -> frozenset[str]:
         """What the run's families need of its start (:data:`NEEDS`)."""
         found = {
             need
             for name in run.families
-            if (needs := self._families[name].needs) is not None
+            if (needs := self[name].needs) is not None
             for need in needs(run)
         }
         if unknown := found - NEEDS:
@@ -157,10 +168,10 @@ class Registry:
 
     def writes(self) -> tuple[str, ...]:
         """The names of the files every family may write beside the scorecard."""
-        return tuple(name for family in self._families.values() for name in family.writes)
+        return tuple(name for family in self for name in family.writes)
 
 
-FAMILIES = Registry()
+FAMILIES = Registry(FAMILY_NAMES)
 
 
 def family(

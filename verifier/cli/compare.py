@@ -6,8 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..compare import InputError, build_comparison, load_input
+from ..compare.inputs import InputError, load_input
 from ..compare.tables import SignatureState
+from ..compare.views import build_comparison
 from ..render.comparison_html import render_comparison_html
 from ..render.comparison_markdown import render_comparison_markdown
 from ..scorecard.signing import SignatureError, load_public_key

@@ -3,12 +3,7 @@
 Modules: ``inputs`` (scorecards and signed envelopes, signature status), ``tables`` (the
 comparison's data and how cells are ranked), ``measures`` (scorecard values as measures),
 ``families`` (key sub-metrics and drill-downs per family), ``views`` (the whole comparison).
-Rendering lives in ``verifier.render``.
+Rendering lives in ``verifier.render``. The package imports none of them: a run renders its
+scorecard with a few (``families``, ``measures``), and reading signed inputs needs the
+signature code, which a run without ``--sign-key`` never loads.
 """
-
-from __future__ import annotations
-
-from .inputs import Input, InputError, load_input
-from .views import build_comparison
-
-__all__ = ["Input", "InputError", "build_comparison", "load_input"]

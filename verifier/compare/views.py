@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import FAMILY_NAMES
 from .families import VIEWS, generic
-from .inputs import Input
 from .measures import STATUSES, family_measure, verdict_measure
 from .origins import profile_text, setting_text, short_digest
 from .speed import performance_view
@@ -23,6 +22,9 @@ from .tables import (
     info_row,
     ranked_row,
 )
+
+if TYPE_CHECKING:
+    from .inputs import Input
 
 # Families whose cases are graded against the reference profile (--profile).
 PROFILE_FAMILIES = ("chat_template", "tokenizer", "vision", "wire")

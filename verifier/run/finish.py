@@ -93,7 +93,7 @@ def scorecard(state: RunState, contents: JournalContents) -> dict[str, Any]:
         transcript=TranscriptSummary(sha, records, seen),
         sessions=contents.sessions,
         baseline=state.baseline,
-        summarizers=FAMILIES.summarizers(),
+        summarizers=FAMILIES.summarizers(run.families),
         budget=budget,
         gate=state.grading.gate,
         performance=performance,

@@ -9,7 +9,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,11 +26,12 @@ class OutDir:
 
     Args:
         root: the ``--out`` folder.
-        extra: the names of the files families write beside the scorecard.
+        extra: the names of the files families write beside the scorecard, asked only when
+            an earlier run's files are archived (it may import every family).
     """
 
     root: Path
-    extra: tuple[str, ...] = ()
+    extra: Callable[[], tuple[str, ...]] = tuple
 
     @property
     def journal(self) -> Path:
@@ -86,7 +87,7 @@ class OutDir:
             self.scorecard,
             self.signed,
             self.summary,
-            *(self.root / name for name in self.extra),
+            *(self.root / name for name in self.extra()),
         ]
         present = [p for p in names if p.exists()]
         shards = [

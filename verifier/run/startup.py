@@ -182,7 +182,7 @@ def load_cases(run: RunConfig) -> Corpus:
 
 def _local(run: RunConfig, corpus: Corpus, worker: bool) -> _Local:
     """The out folder, the baseline, the families' own preparations and the signing key."""
-    out = OutDir(prepare_out_dir(run.out_dir), FAMILIES.writes())
+    out = OutDir(prepare_out_dir(run.out_dir), FAMILIES.writes)
     baseline = None if run.baseline is None else load_baseline(run.baseline)
     contexts = tuple(
         before(run, baseline)
