@@ -218,3 +218,17 @@ def test_parity_engines_report(tmp_path: Path) -> None:
     for rule in (floor, tolerance):
         assert requantised[rule]["distribution"]["different"] == 1
         assert requantised[rule]["kv_cache"]["same"] == 1
+
+
+def test_floor() -> None:
+    record = bench(
+        "floor",
+        *("--concurrency", "4", "--latency-ms", "20", "--negative", "3"),
+        *("--families", "wire", "--no-warmup"),
+    )
+    suite, tools, bad = record["suite"], record["tool_calling"], record["generated"]
+    assert suite["bare_requests"] == suite["requests"] and suite["cpu_ratio"] > 0
+    assert tools["floor_s"] == pytest.approx(tools["delayed_requests"] * 0.020 / 4, abs=0.001)
+    assert 0 < tools["span_ratio"] and tools["delayed_requests"] > 0
+    assert bad["cases"] == 3 and bad["clean_s_per_case"] > 0
+    assert 0 < bad["failing_without_shrink_s_per_case"] <= bad["failing_s_per_case"]
