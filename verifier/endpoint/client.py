@@ -359,7 +359,7 @@ class EndpointClient:
             keep_persistent_5xx=keep_persistent_5xx,
             url=f"{self.display_url}/chat/completions",
             retry_non_json=True,
-            steadiness=None if keep_persistent_5xx else self.steadiness,
+            must_answer=not keep_persistent_5xx,
         )
 
     def post_raw(
@@ -502,13 +502,13 @@ class EndpointClient:
         retry_non_json: bool = False,
         retries: int | None = None,
         quick_5xx: bool = False,
-        steadiness: Steadiness | None = None,
+        must_answer: bool = False,
     ) -> ChatResult:
         """Call `send` until its answer stands or the retries run out; record every attempt.
 
         `retries` overrides the client's ``max_retries`` for this request. With `quick_5xx`,
         a server error while the endpoint is steady gets one immediate retry, not the
-        ladder. Each attempt of a request that had to be answered counts in `steadiness`.
+        ladder. Each attempt of a request that `must_answer` counts in the client's steadiness.
 
         Raises:
             EndpointError: a transport failure or a 429/5xx outlived the retries (a
@@ -534,8 +534,8 @@ class EndpointClient:
                 result = self._status_answer(exc, stream, started)
             except Exception as exc:  # noqa: BLE001 - translated below, re-raised if unknown
                 error = self._record_failure(exc, record, attempt, started, final)
-                if steadiness is not None:
-                    steadiness.record(record["fault"])
+                if must_answer:
+                    self.steadiness.record(record["fault"])
                 if final:
                     raise error from None
                 self._sleep(self._delay(attempt, None))
@@ -546,8 +546,8 @@ class EndpointClient:
                 attempts = min(attempts, attempt + 1)
                 final = attempt == attempts
             fault = self._record_answer(result, record, attempt, final, retry_non_json)
-            if steadiness is not None:
-                steadiness.record(fault)
+            if must_answer:
+                self.steadiness.record(fault)
             if fault is None:
                 return result
             if final:
