@@ -223,8 +223,8 @@ _OPTIONS = (
         metavar="N",
         parse=positive_int,
         default=1,
-        help="cases in flight at once in each process (pytest-xdist's -n multiplies it); "
-        "outcomes do not depend on it (default: 1)",
+        help="cases, and requests, in flight at once in each process (pytest-xdist's -n "
+        "multiplies it); outcomes do not depend on it (default: 1)",
     ),
     _option(
         "--budget",

@@ -2,8 +2,9 @@
 
 pytest runs items one after another. The scheduler starts the requests of the cases pytest
 will ask for next on a thread pool, in that order, and each item then only waits for its
-case's outcome. A case runs exactly as it would alone (its own requests in sequence, its own
-grading), so outcomes do not depend on N; only the time does.
+case's outcome. A case runs exactly as it would alone (its answers graded in its own order,
+those of its requests that do not depend on each other sent together: :mod:`.in_flight`), so
+outcomes do not depend on N; only the time does.
 """
 
 from __future__ import annotations
