@@ -108,6 +108,21 @@ class Steadiness:
             return not self._faulted and self._clean >= STEADY_AFTER
 
 
+def _attempt_record(
+    label: str, attempt: int, url: str, body: dict[str, Any] | None, stream: bool
+) -> dict[str, Any]:
+    """An attempt's transcript record as it starts (what came back is added to it)."""
+    return {
+        "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
+        "label": label,
+        "attempt": attempt,
+        "method": "GET" if body is None else "POST",
+        "url": url,
+        "stream": stream,
+        "request": body,
+    }
+
+
 class _StreamBroken(Exception):
     """A stream that broke off after its answer began; its cause is the transport error.
 
@@ -519,15 +534,7 @@ class EndpointClient:
         for attempt in range(1, attempts + 1):
             started = time.perf_counter()
             final = attempt == attempts
-            record: dict[str, Any] = {
-                "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
-                "label": label,
-                "attempt": attempt,
-                "method": "GET" if body is None else "POST",
-                "url": url,
-                "stream": stream,
-                "request": body,
-            }
+            record = _attempt_record(label, attempt, url, body, stream)
             try:
                 result = send()
             except openai.APIStatusError as exc:
@@ -540,8 +547,7 @@ class EndpointClient:
                     raise error from None
                 self._sleep(self._delay(attempt, None))
                 continue
-            quick = quick_5xx and result.status >= 500 and self.steadiness.steady
-            if quick:
+            if quick := quick_5xx and result.status >= 500 and self.steadiness.steady:
                 # The request's own server error: one more attempt, sent at once, is the last.
                 attempts = min(attempts, attempt + 1)
                 final = attempt == attempts
@@ -553,16 +559,20 @@ class EndpointClient:
             if final:
                 if fault == "non_json_body" or (keep_persistent_5xx and result.status >= 500):
                     return result
-                raise EndpointStatusError(
-                    f"{self.display_url} answered HTTP {result.status} to all {attempts} attempts",
-                    status=result.status,
-                    attempts=attempt,
-                )
+                raise self._persistent(result, attempt)
             if quick:
                 continue
             wait = retry_after_seconds(result.headers) if result.status == 429 else None
             self._sleep(self._delay(attempt, wait))
         raise AssertionError("unreachable: the loop returns or raises")
+
+    def _persistent(self, result: ChatResult, attempts: int) -> EndpointStatusError:
+        """The error of a 429 or 5xx that every one of the request's attempts got."""
+        return EndpointStatusError(
+            f"{self.display_url} answered HTTP {result.status} to all {attempts} attempts",
+            status=result.status,
+            attempts=attempts,
+        )
 
     def _status_answer(
         self, exc: openai.APIStatusError, stream: bool, started: float

@@ -86,6 +86,44 @@ class Executor:
         return outcome
 
 
+class _CaseSender:
+    """Sends one case's requests: to the reference or the endpoint, announced ones ahead."""
+
+    def __init__(
+        self,
+        case: Case,
+        client: EndpointClient,
+        reference: EndpointClient | None,
+        in_flight: InFlight | None,
+    ) -> None:
+        self.case = case
+        self.client = client
+        self.reference = reference
+        self.in_flight = in_flight
+        self.ahead: dict[str, tuple[Request, Future[ChatResult]]] = {}
+
+    def send(self, request: Request) -> ChatResult:
+        """The answer to `request`: the one sent ahead for it, or one sent now."""
+        if request.name in self.ahead:
+            announced, future = self.ahead.pop(request.name)
+            assert announced == request, f"{request.name} is not the request announced"
+            return future.result()
+        in_flight = self.in_flight
+        if in_flight is not None and in_flight.ahead_allowed and isinstance(request, Chat):
+            for follower in request.then:
+                self.ahead[follower.name] = (follower, in_flight.ahead(self._call(follower)))
+        call = self._call(request)
+        return call() if in_flight is None else in_flight.send(call)
+
+    def _call(self, request: Request) -> Callable[[], ChatResult]:
+        target = self.client
+        if isinstance(request, Chat) and request.target == "reference":
+            assert self.reference is not None, "a reference request without --reference-endpoint"
+            target = self.reference
+        label = str(Label(self.case.family, self.case.id, request.name))
+        return lambda: target.send(request, label)
+
+
 def run_case(
     case: Case,
     base: RunContext,
@@ -105,29 +143,12 @@ def run_case(
     counts as the case's only once the family has yielded its request.
     """
     ctx = dataclasses.replace(base, observed=[])
+    sender = _CaseSender(case, client, reference, in_flight)
     # The endpoint's answers to chat requests, with what was asked: output accounting's input.
     asked: list[tuple[Mapping[str, Any], ChatResult]] = []
-    ahead: dict[str, tuple[Request, Future[ChatResult]]] = {}
-
-    def transmit(request: Request) -> Callable[[], ChatResult]:
-        target = client
-        if isinstance(request, Chat) and request.target == "reference":
-            assert reference is not None, "a reference request without --reference-endpoint"
-            target = reference
-        label = str(Label(case.family, case.id, request.name))
-        return lambda: target.send(request, label)
 
     def send(request: Request) -> ChatResult:
-        if request.name in ahead:
-            announced, future = ahead.pop(request.name)
-            assert announced == request, f"{request.name} is not the request announced"
-            answer = future.result()
-        else:
-            if in_flight is not None and in_flight.ahead_allowed and isinstance(request, Chat):
-                for follower in request.then:
-                    ahead[follower.name] = (follower, in_flight.ahead(transmit(follower)))
-            call = transmit(request)
-            answer = call() if in_flight is None else in_flight.send(call)
+        answer = sender.send(request)
         if request.observe:
             ctx.observed.append(answer)
             if isinstance(request, Chat) and request.target == "endpoint":
