@@ -16,13 +16,13 @@ from verifier.checks.support.paired import NO_OUTCOMES, case_outcome, comparison
 from verifier.compare.measures import paired_text
 from verifier.config import FAMILY_NAMES
 from verifier.errors import ConfigError
+from verifier.render.gate_text import summary_lines
 from verifier.scorecard.gate import (
     NO_BASELINE,
     accuracy_rulings,
     accuracy_verdict,
     family_gate,
     load_thresholds,
-    summary_lines,
 )
 from verifier.stats import mcnemar_exact, paired_difference_interval
 

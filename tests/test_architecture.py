@@ -188,3 +188,16 @@ def test_no_module_name_repeats_across_packages() -> None:
         if len(modules) > 1 and stem != "__init__" and allowed.get(stem) != modules
     }
     assert repeated == {}
+
+
+def test_the_scorecard_is_built_without_the_rooms_that_read_it() -> None:
+    # Comparing, rendering and running read scorecards; building one needs none of them.
+    readers = ("verifier.compare", "verifier.render", "verifier.run", "verifier.cli")
+    reached = {
+        (name, target)
+        for name, targets in GRAPH.items()
+        if name.startswith("verifier.scorecard")
+        for target in targets
+        if target.startswith(readers)
+    }
+    assert reached == set()

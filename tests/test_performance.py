@@ -15,8 +15,9 @@ from verifier.compare.speed import performance_view
 from verifier.compare.tables import Standing, State
 from verifier.config import levels, prices
 from verifier.protocol.labels import Label
+from verifier.render.gate_text import summary_lines
 from verifier.render.performance_section import performance_line, performance_markdown
-from verifier.scorecard.gate import family_gate, summary_lines
+from verifier.scorecard.gate import family_gate
 from verifier.scorecard.provenance import endpoint_records
 from verifier.scorecard.request_figures import cost, delivered_texts, measure
 from verifier.simulator.pace import Pace, tokens_in

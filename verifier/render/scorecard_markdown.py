@@ -11,7 +11,7 @@ from ..compare.measures import STATUSES, family_measure, interval_text
 from ..compare.origins import profile_text, settings_text, timestamp, when_text
 from ..compare.tables import Row, State
 from ..compare.views import family_order
-from ..scorecard.gate import accuracy_text, actual_text
+from .gate_text import accuracy_text, actual_text
 from .markdown import code, code_block, escape, table
 from .performance_section import performance_markdown
 from .report import _interval as score_text

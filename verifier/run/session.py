@@ -20,8 +20,8 @@ from ..checks import FAMILIES
 from ..config import RunConfig
 from ..outcome import Outcome, Status
 from ..reference.profiles import NO_PROFILE, builtin_names
+from ..render.gate_text import summary_lines as gate_lines
 from ..render.report import budget_lines, summary_lines
-from ..scorecard.gate import summary_lines as gate_lines
 from .executor import Executor
 from .finish import exit_status, finish
 from .in_flight import InFlight
