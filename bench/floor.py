@@ -132,9 +132,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         tools = tool_calling(vendor.url, work, latency, args.concurrency)
         bad = generated(vendor.url, failing.url, work, args.negative)
 
-    print(
-        f"the whole suite at concurrency {args.concurrency}, vendor latency {args.latency_ms:g} ms"
-    )
+    suite_name = args.families or "the whole suite"
+    print(f"{suite_name} at concurrency {args.concurrency}, vendor latency {args.latency_ms:g} ms")
     table(
         ("figure", "verifier", "bare SDK loop", "verifier / bare"),
         [

@@ -50,8 +50,8 @@ class Chat:
     then: tuple[Chat, ...] = ()
 
 
+# How a Raw request's faults are retried (see Raw).
 Retry = Literal["ladder", "quick", "none"]
-RETRIES: tuple[Retry, ...] = ("ladder", "quick", "none")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -59,7 +59,7 @@ class Raw:
     """Bytes ``POST``ed as they are to ``/chat/completions`` (malformed-request checks).
 
     `stream`: the bytes ask for a stream, so an answer that comes is read as one.
-    `retry`: how a fault is retried (:data:`RETRIES`): ``ladder``, the client's retries with
+    `retry`: how a fault is retried: ``ladder``, the client's retries with
     backoff; ``quick``, a server error to a request built to be bad is its own once the
     endpoint has answered steadily, and gets one immediate retry (the ladder otherwise);
     ``none``, sent once, its first answer standing (a shrinking step, judged by what one
