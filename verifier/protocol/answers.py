@@ -84,6 +84,10 @@ class ChatResult:
         attempts: how many attempts this answer took (1 = no retry).
         empty_deltas: stream chunks whose delta carried nothing (no role, content,
             reasoning or tool call) and no finish_reason.
+        api: the API that answered (:data:`~verifier.protocol.apis.API_NAMES`); the answer of
+            another API than ``chat`` is read into the same fields, in chat-completions terms
+            (its ``usage`` too: ``prompt_tokens``, ``completion_tokens``), its own body and
+            events kept as they came in ``body`` and ``chunks``.
     """
 
     stream: bool
@@ -105,6 +109,7 @@ class ChatResult:
     first_reasoning: float | None = None
     attempts: int = 1
     empty_deltas: int = 0
+    api: str = "chat"
 
     @property
     def ok(self) -> bool:
