@@ -27,6 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from .endpoint.redaction import redact_url
 from .errors import ConfigError
+from .protocol.apis import API_NAMES
 from .protocol.requests import TEMPERATURE
 
 FAMILY_NAMES = (
@@ -110,6 +111,17 @@ def levels(value: str) -> tuple[int, ...]:
     if not found:
         raise argparse.ArgumentTypeError("give one or more concurrency levels, e.g. 1,8,32")
     return tuple(sorted(set(found)))
+
+
+def api_list(value: str) -> tuple[str, ...]:
+    """The ``--api`` value: APIs among ``chat,messages,responses``, in that order."""
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    unknown = [n for n in names if n not in API_NAMES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"must be one or more of {','.join(API_NAMES)}, given: {value!r}"
+        )
+    return tuple(n for n in API_NAMES if n in names)
 
 
 PRICES = ("input", "output", "cached")
@@ -253,6 +265,7 @@ class RunConfig:
     parity_method: str = "auto"
     prices: dict[str, float] | None = None
     load: tuple[int, ...] = ()
+    apis: tuple[str, ...] | None = None
 
     @property
     def endpoint_display(self) -> str:
@@ -287,6 +300,8 @@ class RunConfig:
             settings["negative"] = {"cases": self.negative, "seed": self.seed}
         if self.load:
             settings["load"] = list(self.load)
+        if self.apis is not None:
+            settings["apis"] = list(self.apis)
         if self.parity_method != "auto":
             settings["parity_method"] = self.parity_method
         if self.reference_endpoint is not None:

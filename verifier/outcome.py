@@ -134,11 +134,13 @@ class CaseRecord:
         case: the case's key, ``family/id``.
         family: its family.
         outcome: what grading it gave.
+        api: the API its requests went through.
     """
 
     case: str
     family: str
     outcome: Outcome
+    api: str = "chat"
 
     @property
     def id(self) -> str:
@@ -152,5 +154,10 @@ class CaseRecord:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CaseRecord:
-        """A journal's outcome record (its ``time`` aside)."""
-        return cls(data["case"], data["family"], Outcome.from_dict(data["outcome"]))
+        """A journal's outcome record (its ``time`` aside); one without ``api`` is chat's."""
+        return cls(
+            data["case"],
+            data["family"],
+            Outcome.from_dict(data["outcome"]),
+            data.get("api", "chat"),
+        )

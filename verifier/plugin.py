@@ -19,6 +19,7 @@ from .config import (
     FAMILY_NAMES,
     PARITY,
     RunConfig,
+    api_list,
     check_repeats,
     env_var_name,
     family_list,
@@ -78,6 +79,14 @@ _OPTIONS = (
         parse=env_var_name,
         help="environment variable that holds the API key (default: OPENAI_API_KEY); "
         "the key itself is never an option value",
+    ),
+    _option(
+        "--api",
+        metavar="LIST",
+        parse=api_list,
+        help="comma-separated APIs to verify through: chat (chat completions), messages "
+        "(Anthropic Messages), responses (OpenAI Responses); each family runs its cases over "
+        "those it can speak (default: every one the endpoint serves)",
     ),
     _option(
         "--families",
@@ -305,6 +314,7 @@ def pytest_configure(config: pytest.Config) -> None:
             parity_method=config.getoption("parity_method"),
             prices=config.getoption("price"),
             load=config.getoption("load") or (),
+            apis=config.getoption("api"),
         )
         from .run.session import start_session
 

@@ -17,6 +17,7 @@ from jsonschema.protocols import Validator
 
 from .. import cache, resources
 from ..errors import CaseDataError
+from ..protocol.apis import API_NAMES
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -28,17 +29,27 @@ class Case:
         id: the case id, unique within the family.
         data: the whole validated JSON object.
         source: ``file:line`` where it was read, for messages.
+        api: the API its requests go through (:data:`~verifier.protocol.apis.API_NAMES`); a
+            case over another API than ``chat`` is the twin of the chat case of the same
+            data, its id the chat case's with ``[api]`` after it (``tc-001[messages]``).
     """
 
     family: str
     id: str
     data: Mapping[str, Any]
     source: str
+    api: str = "chat"
 
     @property
     def key(self) -> str:
         """``family/id``: the case's identity in the journal and the scorecard."""
         return f"{self.family}/{self.id}"
+
+    def over(self, api: str) -> Case:
+        """The twin of this (chat) case over `api`: the same data, sent through that API."""
+        if api == self.api:
+            return self
+        return dataclasses.replace(self, id=f"{self.id}[{api}]", api=api)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -57,6 +68,22 @@ class Corpus:
     def extended(self, cases: Iterable[Case], label: str, digest: str) -> Corpus:
         """A corpus with these cases and more, the extra identified in the digests as `label`."""
         return Corpus(cases=self.cases + tuple(cases), digests={**self.digests, label: digest})
+
+    def over_apis(self, apis: Mapping[str, Iterable[str]]) -> Corpus:
+        """The cases over the APIs each family runs them on (`apis`, by family).
+
+        The chat cases keep their order; each other API's twins follow, API by API in the
+        order of :data:`API_NAMES`. The digests stay the corpus's own: a twin is the same
+        case, sent another way.
+        """
+        chosen = {family: set(names) for family, names in apis.items()}
+        cases = tuple(
+            case.over(api)
+            for api in API_NAMES
+            for case in self.cases
+            if api in chosen.get(case.family, ())
+        )
+        return dataclasses.replace(self, cases=cases)
 
     def by_family(self, family: str) -> list[Case]:
         """The cases of one family, in corpus order."""

@@ -88,6 +88,9 @@ class Family:
         before_run: what its cases read in the run context; None for nothing of its own.
         after_run: the files it writes beside the scorecard; None for none.
         writes: the names of those files (a new run moves an earlier run's to previous/).
+        apis: the APIs its cases can be sent through (:data:`~verifier.protocol.apis.API_NAMES`):
+            each runs over those of them the run verifies, its requests written once as chat
+            bodies and rendered for each by its protocol module.
     """
 
     name: str
@@ -106,6 +109,7 @@ class Family:
     before_run: BeforeRun | None = None
     after_run: AfterRun | None = None
     writes: tuple[str, ...] = ()
+    apis: frozenset[str] = frozenset({"chat"})
 
 
 class Registry:
@@ -166,6 +170,15 @@ class Registry:
             raise ValueError(f"a family needs what the start cannot find out: {sorted(unknown)}")
         return frozenset(found)
 
+    def apis(self, run: RunConfig, served: Iterable[str]) -> dict[str, tuple[str, ...]]:
+        """The APIs each of the run's families runs its cases over, by family.
+
+        Those of `served` (the run's APIs: ``--api``, or every one the endpoint serves) the
+        family can speak, in the order of `served`.
+        """
+        order = tuple(served)
+        return {name: tuple(a for a in order if a in self[name].apis) for name in run.families}
+
     def writes(self) -> tuple[str, ...]:
         """The names of the files every family may write beside the scorecard."""
         return tuple(name for family in self for name in family.writes)
@@ -189,6 +202,7 @@ def family(
     before_run: BeforeRun | None = None,
     after_run: AfterRun | None = None,
     writes: tuple[str, ...] = (),
+    apis: Collection[str] = ("chat",),
 ) -> Callable[[RunFunction], RunFunction]:
     """Register the decorated ``run(case, ctx)`` exchange as the family `name`."""
 
@@ -209,6 +223,7 @@ def family(
                 before_run=before_run,
                 after_run=after_run,
                 writes=writes,
+                apis=frozenset(apis),
             )
         )
         return run

@@ -34,6 +34,7 @@ from jsonschema import exceptions as jsonschema_exceptions
 from ..errors import CaseDataError, EndpointTimeout
 from ..outcome import CaseRecord, Finding, Outcome, Status
 from ..protocol.answers import ChatResult
+from ..protocol.apis import API_NAMES
 from ..protocol.requests import Chat, Exchange, together
 from ..stats import rate
 from .registry import QUICK, family
@@ -303,6 +304,7 @@ def extra_cases(run: RunConfig) -> tuple[list[Case], str, str] | None:
     summarize=summarize,
     cost=cost,
     extra_cases=extra_cases,
+    apis=API_NAMES,
 )
 def run(case: Case, ctx: RunContext) -> Exchange:
     """JSON Schema-constrained output: parsed strictly and validated with jsonschema."""

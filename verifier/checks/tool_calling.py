@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..outcome import CaseRecord, Finding, Outcome, Status
 from ..protocol.answers import ChatResult, Choice, ToolCall
+from ..protocol.apis import API_NAMES
 from ..protocol.requests import Chat, Exchange, together
 from ..stats import rate
 from .registry import family
@@ -626,7 +627,7 @@ def _run_dynamic(case: Case, ctx: RunContext) -> Exchange:
     metrics = {"requests": 0, "category": case.data["category"]}
     if not (ctx.profile and (ctx.profile.policies.features or {}).get("dynamic_tools")):
         return unsupported("the model's contract documents no tools declared in messages", metrics)
-    id_format = ctx.profile.policies.tool_call_id
+    id_format = _id_format(case, ctx)
     found = _Repeats()
     counts: tuple[int | None, int | None] = (None, None)
     asked = (
@@ -671,14 +672,24 @@ def _run_dynamic(case: Case, ctx: RunContext) -> Exchange:
     return verdict(found, case_metrics)
 
 
-@family("tool_calling", default_repeats=5, summarize=summarize)
+def _id_format(case: Case, ctx: RunContext) -> Mapping[str, Any] | None:
+    """The contract's tool-call id format; None over another API than chat.
+
+    There the ids (``toolu_...``, a Responses ``call_id``) are the API's, not the model's.
+    """
+    if ctx.profile is None or case.api != "chat":
+        return None
+    return ctx.profile.policies.tool_call_id
+
+
+@family("tool_calling", default_repeats=5, summarize=summarize, apis=API_NAMES)
 def run(case: Case, ctx: RunContext) -> Exchange:
     """Tool calls: valid, contract-honouring, deterministic, and (where known) accurate."""
     if case.data["category"] == "dynamic":
         return (yield from _run_dynamic(case, ctx))
     request = _request(case, ctx)
     repeats = ctx.repeats_for(case.family)
-    id_format = ctx.profile.policies.tool_call_id if ctx.profile else None
+    id_format = _id_format(case, ctx)
     found = _Repeats()
     # Each repeat is asked whatever the others answered, unless a failing case stops early.
     asked = together(

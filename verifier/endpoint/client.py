@@ -45,11 +45,13 @@ from ..errors import (
     EndpointUnreachable,
 )
 from ..protocol.answers import ChatResult, parse_body, parse_completion
+from ..protocol.apis import ANTHROPIC_VERSION, ROUTES, Protocol, protocol_of
 from ..protocol.requests import Chat, Get, Post, Raw, Request, Retry
-from ..protocol.stream import accumulate
 from .redaction import Redactor, redact_url, secret_query_values, split_credentials
 from .transcript import Transcript
 
+# The chat API's protocol: raw bodies posted as they are are read as chat answers.
+CHAT = protocol_of("chat")
 # Sent when no key is configured: servers without auth ignore it, the SDK needs one.
 NO_KEY = "no-key"
 RETRY_AFTER_CAP = 60.0
@@ -231,24 +233,31 @@ def _whole_body(parse: Callable[[int, bytes, dict[str, str]], ChatResult]) -> _R
     return read
 
 
-def _event_stream(response: httpx2.Response, headers: dict[str, str], started: float) -> ChatResult:
-    """A streamed chat answer, accumulated from its SSE events, its token chunks timed.
+def _event_stream(protocol: Protocol) -> _Reader:
+    """A reader of `protocol`'s streamed answers, accumulated from their SSE events, timed."""
 
-    Raises:
-        _StreamBroken: the stream broke off; its cause is the transport error.
-    """
-    if "text/event-stream" not in response.headers.get("content-type", ""):
-        # Not SSE at all (a JSON body, an error page): read it as a plain answer.
-        result = parse_completion(response.status_code, response.read(), headers)
-        result.stream = True
-        return result
-    result = ChatResult(stream=True, status=response.status_code, headers=headers)
-    try:
-        return accumulate(
-            response.iter_bytes(), result, clock=lambda: time.perf_counter() - started
+    def read(response: httpx2.Response, headers: dict[str, str], started: float) -> ChatResult:
+        """The answer; its token events timed.
+
+        Raises:
+            _StreamBroken: the stream broke off; its cause is the transport error.
+        """
+        if "text/event-stream" not in response.headers.get("content-type", ""):
+            # Not SSE at all (a JSON body, an error page): read it as a plain answer.
+            result = protocol.parse_answer(response.status_code, response.read(), headers)
+            result.stream = True
+            return result
+        result = ChatResult(
+            stream=True, status=response.status_code, headers=headers, api=protocol.api
         )
-    except httpx2.TransportError as exc:
-        raise _StreamBroken(result) from exc
+        try:
+            return protocol.accumulate(
+                response.iter_bytes(), result, clock=lambda: time.perf_counter() - started
+            )
+        except httpx2.TransportError as exc:
+            raise _StreamBroken(result) from exc
+
+    return read
 
 
 def timing_record(result: ChatResult) -> dict[str, Any]:
@@ -337,6 +346,7 @@ class EndpointClient:
         stream: bool = False,
         label: str = "",
         keep_persistent_5xx: bool = False,
+        api: str = "chat",
     ) -> ChatResult:
         """POST ``/chat/completions`` and return the answer, retrying transport faults.
 
@@ -348,6 +358,9 @@ class EndpointClient:
             keep_persistent_5xx: return a 5xx that outlived the retries as a
                 result instead of raising (for requests that must be rejected
                 with a 4xx: a persistent 5xx is then the finding).
+            api: the API to send it through: another than ``chat`` gets the request its
+                protocol module renders from this chat body, at its own route, and its
+                answer is read by that module into the same terms.
 
         Returns:
             The answer, whatever its status, once it is not a retryable fault; a
@@ -357,9 +370,13 @@ class EndpointClient:
             EndpointError: the endpoint could not be reached, timed out, broke off
                 its answer, rejected the key, or kept answering 429/5xx through
                 every retry.
+            NotExpressible: `api` cannot say what the chat body asks (before any request).
         """
+        protocol = protocol_of(api)
         body = dict(request)
-        if stream:
+        if api != "chat":
+            body = protocol.request_body(body, stream=stream)
+        elif stream:
             body["stream"] = True
             options = dict(body.get("stream_options") or {})
             options.setdefault("include_usage", True)
@@ -367,14 +384,15 @@ class EndpointClient:
         else:
             body.pop("stream", None)
         return self._with_retries(
-            lambda: self._send_chat(body, stream),
+            lambda: self._send_api(protocol, body, stream),
             body=body,
             stream=stream,
             label=label,
             keep_persistent_5xx=keep_persistent_5xx,
-            url=f"{self.display_url}/chat/completions",
+            url=f"{self.display_url}{ROUTES[api]}",
             retry_non_json=True,
             must_answer=not keep_persistent_5xx,
+            parse=protocol.parse_answer,
         )
 
     def post_raw(
@@ -403,7 +421,7 @@ class EndpointClient:
                     cast_to=httpx2.Response,
                     stream=stream,
                 ),
-                _event_stream if stream else _whole_body(parse_completion),
+                _event_stream(CHAT) if stream else _whole_body(parse_completion),
             ),
             body={"raw": content.decode("utf-8", "replace"), "content_type": content_type},
             stream=stream,
@@ -451,8 +469,11 @@ class EndpointClient:
             url=self._shown(path),
         )
 
-    def send(self, request: Request, label: str) -> ChatResult:
-        """Send a request a family or the probe described, labelled `label` in the transcript."""
+    def send(self, request: Request, label: str, api: str = "chat") -> ChatResult:
+        """Send a request a family or the probe described, labelled `label` in the transcript.
+
+        A chat request goes through `api` (see :meth:`chat`); the others are the chat API's own.
+        """
         match request:
             case Chat():
                 return self.chat(
@@ -460,6 +481,7 @@ class EndpointClient:
                     stream=request.stream,
                     label=label,
                     keep_persistent_5xx=request.keep_persistent_5xx,
+                    api=api,
                 )
             case Raw():
                 return self.post_raw(
@@ -482,13 +504,24 @@ class EndpointClient:
             return self.redactor.text(redact_url(url))
         return f"{self.display_url}{url}"
 
-    def _send_chat(self, body: dict[str, Any], stream: bool) -> ChatResult:
-        """POST the chat body; a stream is read event by event, any other answer whole."""
+    def _send_api(self, protocol: Protocol, body: dict[str, Any], stream: bool) -> ChatResult:
+        """POST the body to the API's route; a stream is read event by event, any other whole."""
+        headers: dict[str, str] = {}
+        if protocol.api == "messages":
+            # The Messages API's own headers (the key also goes as the bearer token, which
+            # the servers that speak both APIs read).
+            headers["anthropic-version"] = ANTHROPIC_VERSION
+            if self.has_key:
+                headers["x-api-key"] = self._sdk.api_key
         return self._send(
             lambda: self._sdk.post(
-                "/chat/completions", body=body, cast_to=httpx2.Response, stream=stream
+                ROUTES[protocol.api],
+                body=body,
+                cast_to=httpx2.Response,
+                stream=stream,
+                options={"headers": headers},
             ),
-            _event_stream if stream else _whole_body(parse_completion),
+            _event_stream(protocol) if stream else _whole_body(protocol.parse_answer),
         )
 
     def _send(self, respond: Callable[[], httpx2.Response], read: _Reader) -> ChatResult:
@@ -518,12 +551,14 @@ class EndpointClient:
         retries: int | None = None,
         quick_5xx: bool = False,
         must_answer: bool = False,
+        parse: Callable[[int, bytes, dict[str, str]], ChatResult] = parse_completion,
     ) -> ChatResult:
         """Call `send` until its answer stands or the retries run out; record every attempt.
 
         `retries` overrides the client's ``max_retries`` for this request. With `quick_5xx`,
         a server error while the endpoint is steady gets one immediate retry, not the
         ladder. Each attempt of a request that `must_answer` counts in the client's steadiness.
+        `parse` reads an answer the SDK raised as a status error (the API's own error shape).
 
         Raises:
             EndpointError: a transport failure or a 429/5xx outlived the retries (a
@@ -538,7 +573,7 @@ class EndpointClient:
             try:
                 result = send()
             except openai.APIStatusError as exc:
-                result = self._status_answer(exc, stream, started)
+                result = self._status_answer(exc, stream, started, parse)
             except Exception as exc:  # noqa: BLE001 - translated below, re-raised if unknown
                 error = self._record_failure(exc, record, attempt, started, final)
                 if must_answer:
@@ -575,10 +610,14 @@ class EndpointClient:
         )
 
     def _status_answer(
-        self, exc: openai.APIStatusError, stream: bool, started: float
+        self,
+        exc: openai.APIStatusError,
+        stream: bool,
+        started: float,
+        parse: Callable[[int, bytes, dict[str, str]], ChatResult],
     ) -> ChatResult:
         """The answer the SDK raised as a status error, as a result like any other."""
-        result = parse_completion(
+        result = parse(
             exc.status_code,
             exc.response.read(),
             self.redactor.headers(exc.response.headers.multi_items()),

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..errors import ConfigError, EndpointError
 from ..protocol.answers import ChatResult
+from ..protocol.apis import API_NAMES, ROUTES, TITLES
 from ..protocol.labels import PROBE, Label
 from ..protocol.logprobs import LogprobsSupport, ReferenceEndpoint
 from ..protocol.requests import drive
@@ -63,6 +64,8 @@ class Capabilities:
             asked.
         reference: the reference deployment's model and logprobs (``--reference-endpoint``),
             or None.
+        apis: the APIs the run verifies: ``--api``'s, or every one the endpoint answered
+            a minimal request on (chat always: the chat probe must be answered).
     """
 
     model: str
@@ -74,11 +77,13 @@ class Capabilities:
     vision: bool | None = None
     logprobs: LogprobsSupport | None = None
     reference: ReferenceEndpoint | None = None
+    apis: tuple[str, ...] = ("chat",)
 
     def to_dict(self) -> dict[str, Any]:
         """As plain JSON data."""
         data = dataclasses.asdict(self)
         data["models"] = list(self.models)
+        data["apis"] = list(self.apis)
         found = self.tokenizer_endpoints
         data["tokenizer_endpoints"] = None if found is None else found.to_dict()
         data["logprobs"] = None if self.logprobs is None else self.logprobs.to_dict()
@@ -100,6 +105,7 @@ class Capabilities:
             vision=data.get("vision"),
             logprobs=None if logprobs is None else LogprobsSupport.from_dict(logprobs),
             reference=None if reference is None else ReferenceEndpoint.from_dict(reference),
+            apis=tuple(data.get("apis", ("chat",))),
         )
 
 
@@ -177,23 +183,27 @@ def probe(
     vision: bool = False,
     tokenizer: bool = False,
     logprobs: bool = False,
+    apis: tuple[str, ...] | None = ("chat",),
 ) -> Capabilities:
     """Find the model, check that one minimal chat request is answered, and learn what it offers.
 
     With `vision`, whether the endpoint takes images; with `tokenizer`, which tokenizer
-    endpoints it serves; with `logprobs`, how many alternatives it lists. Those probes do not
-    depend on the chat probe's answer, so they go out together and cost one round trip; the
-    chat probe's error, when there is one, is the one raised (it is about the endpoint as a
-    whole).
+    endpoints it serves; with `logprobs`, how many alternatives it lists; of `apis` (None:
+    every API), which it serves. Those probes do not depend on the chat probe's answer, so
+    they go out together and cost one round trip; the chat probe's error, when there is one,
+    is the one raised (it is about the endpoint as a whole).
 
     Raises:
-        ConfigError: the model cannot be chosen or is not served.
+        ConfigError: the model cannot be chosen or is not served, or an API named in `apis`
+            is not served.
         EndpointError: the endpoint is unreachable, rejects the key, or fails.
     """
     models = list_models(client)
     model = choose_model(requested_model, models, client.display_url)
-    with ThreadPoolExecutor(4, thread_name_prefix="verifier-probe") as pool:
+    others = [a for a in (API_NAMES if apis is None else apis) if a != "chat"]
+    with ThreadPoolExecutor(4 + len(others), thread_name_prefix="verifier-probe") as pool:
         chat = pool.submit(probe_chat, client, model, models or ())
+        served = {api: pool.submit(probe_api, client, model, api) for api in others}
         images = pool.submit(probe_vision, client, model) if vision else None
         endpoints = pool.submit(tokenizer_endpoints, client, model) if tokenizer else None
         alternatives = pool.submit(probe_logprobs, client, model) if logprobs else None
@@ -204,7 +214,30 @@ def probe(
             capabilities = dataclasses.replace(capabilities, vision=images.result())
         if endpoints is not None:
             capabilities = dataclasses.replace(capabilities, tokenizer_endpoints=endpoints.result())
-    return capabilities
+        found = {api for api, answer in served.items() if answer.result()}
+    if apis is not None and (missing := [a for a in others if a not in found]):
+        raise ConfigError(
+            f"{client.display_url} does not serve the {TITLES[missing[0]]} API "
+            f"(POST {ROUTES[missing[0]]} answered 404): leave {missing[0]} out of --api"
+        )
+    chosen = API_NAMES if apis is None else apis
+    run_apis = tuple(a for a in chosen if a == "chat" or a in found)
+    return dataclasses.replace(capabilities, apis=run_apis)
+
+
+def probe_api(client: EndpointClient, model: str, api: str) -> bool:
+    """Does the endpoint serve `api`? The chat probe's request through it: 404 or 405 no.
+
+    Any other answer (a refusal too) means the route is there: the cases show what it does.
+    """
+    request = {
+        "model": model,
+        "messages": [{"role": "user", "content": "Hello"}],
+        "max_tokens": 4,
+    }
+    result = client.chat(request, label=str(Label(PROBE, api)), keep_persistent_5xx=True, api=api)
+    refuse_redirect(client, result, ROUTES[api])
+    return result.status not in (404, 405)
 
 
 def probe_chat(client: EndpointClient, model: str, models: tuple[str, ...]) -> Capabilities:

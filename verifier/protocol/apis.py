@@ -8,6 +8,14 @@ into that API's request and reads that API's answer, whole or streamed, into the
 
 from __future__ import annotations
 
+import functools
+import importlib
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from .answers import ChatResult
+
 API_NAMES = ("chat", "messages", "responses")
 # Each API's route under the base URL (``.../v1``).
 ROUTES = {"chat": "/chat/completions", "messages": "/messages", "responses": "/responses"}
@@ -34,3 +42,48 @@ class NotExpressible(Exception):
         super().__init__(reason)
         self.api = api
         self.reason = reason
+
+
+class Protocol(NamedTuple):
+    """What the client needs of an API's protocol module: render a request, read an answer.
+
+    Args:
+        api: the API's name.
+        request_body: the API's request for a chat-completions body (raises
+            :class:`NotExpressible`); the identity for chat, whose streaming fields the
+            client sets itself.
+        parse_answer: a non-stream answer of any status, read into a ChatResult.
+        accumulate: an SSE body, as the network split it, read into a ChatResult.
+        read_recorded: an answer as the transcript recorded it, read again.
+    """
+
+    api: str
+    request_body: Callable[..., dict[str, Any]]
+    parse_answer: Callable[[int, bytes, dict[str, str]], ChatResult]
+    accumulate: Callable[..., ChatResult]
+    read_recorded: Callable[..., ChatResult]
+
+
+@functools.cache
+def protocol_of(api: str) -> Protocol:
+    """The protocol of `api` (imported when first asked for: a chat-only run loads no other)."""
+    if api == "chat":
+        from . import answers, stream
+
+        return Protocol(
+            api,
+            lambda chat, *, stream: dict(chat),
+            answers.parse_completion,
+            stream.accumulate,
+            stream.read_recorded,
+        )
+    if api not in API_NAMES:
+        raise ValueError(f"no API named {api!r}")
+    module = importlib.import_module(f"{__package__}.{api}")
+    return Protocol(
+        api,
+        module.request_body,
+        module.parse_answer,
+        module.accumulate,
+        module.read_recorded,
+    )

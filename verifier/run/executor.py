@@ -23,6 +23,7 @@ from ..endpoint.client import EndpointClient
 from ..errors import EndpointError
 from ..outcome import CaseRecord, Outcome, Status
 from ..protocol.answers import ChatResult
+from ..protocol.apis import TITLES, NotExpressible
 from ..protocol.labels import Label
 from ..protocol.requests import Chat, Request, drive
 from .budget import Budget
@@ -81,7 +82,7 @@ class Executor:
             self.budget.record(case.family, outcome.status)
         with self._lock:
             self._graded.setdefault(case.family, []).append(
-                CaseRecord(case.key, case.family, outcome)
+                CaseRecord(case.key, case.family, outcome, case.api)
             )
         return outcome
 
@@ -121,7 +122,9 @@ class _CaseSender:
             assert self.reference is not None, "a reference request without --reference-endpoint"
             target = self.reference
         label = str(Label(self.case.family, self.case.id, request.name))
-        return lambda: target.send(request, label)
+        # The reference is asked through chat: its answers are the distributions compared.
+        api = self.case.api if target is self.client else "chat"
+        return lambda: target.send(request, label, api)
 
 
 def run_case(
@@ -163,6 +166,12 @@ def run_case(
             code=exc.code,
             message=exc.message,
             metrics={"attempts": exc.attempts},
+        )
+    except NotExpressible as exc:
+        outcome = Outcome(
+            Status.UNSUPPORTED,
+            code="not_expressible",
+            message=f"unsupported: the case cannot be sent through {TITLES[exc.api]}: {exc.reason}",
         )
     shapes = shape_summary(ctx.observed)
     outcome = dataclasses.replace(outcome, metrics={**outcome.metrics, "shapes": shapes})

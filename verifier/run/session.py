@@ -175,6 +175,7 @@ class VerifierSession:
             if call.when == decided:
                 report.verifier_case = item.case.key
                 report.verifier_family = item.case.family
+                report.verifier_api = item.case.api
                 report.verifier_outcome = item.outcome.to_dict()
                 report.verifier_resumed = item.resumed
         return report
@@ -187,10 +188,13 @@ class VerifierSession:
         if outcome is None or getattr(report, "verifier_resumed", False):
             return
         key: str = report.verifier_case
+        api: str = report.verifier_api
         self.state.journal.append(
             {
                 "case": key,
                 "family": report.verifier_family,
+                # Chat's records name no API, as before there were others.
+                **({"api": api} if api != "chat" else {}),
                 "time": now(),
                 "outcome": outcome,
             }

@@ -234,16 +234,17 @@ def start_worker(run: RunConfig, corpus: Corpus, workerinput: Mapping[str, Any])
     local = _local(run, corpus, worker=True)
     shared = workerinput[WORKER_INPUT_KEY]
     client, reference = _clients(run, local.out, shared["run_id"], workerinput["workerid"])
+    caps = Capabilities.from_dict(shared["capabilities"])
     return RunState(
         run,
-        local.corpus,
+        local.corpus.over_apis(FAMILIES.apis(run, caps.apis)),
         local.out,
         local.baseline,
         local.contexts,
         None,
         shared["run_id"],
         "",
-        Capabilities.from_dict(shared["capabilities"]),
+        caps,
         shared["done"],
         Grading.load(run, shared["profile"], shared["profile_chosen"]),
         client,
@@ -272,7 +273,7 @@ def start_controller(run: RunConfig, corpus: Corpus) -> RunState:
             grading = _choose_profile(run, caps) or grading
         state = RunState(
             run,
-            local.corpus,
+            local.corpus.over_apis(FAMILIES.apis(run, caps.apis)),
             local.out,
             local.baseline,
             local.contexts,
@@ -321,6 +322,7 @@ def _probe(
         vision="images" in needs,
         tokenizer="tokenizer_endpoints" in needs,
         logprobs="logprobs" in needs,
+        apis=run.apis,
     )
     if reference is not None:
         caps = dataclasses.replace(caps, reference=probe_reference(reference, run.reference_model))

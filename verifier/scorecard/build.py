@@ -14,6 +14,7 @@ from typing import Any
 
 from .. import __version__
 from ..outcome import CaseRecord, Summarize
+from ..protocol.apis import API_NAMES
 from ..stats import wilson_interval
 from .gate import evaluate
 
@@ -270,11 +271,32 @@ def _families(
     for record in records:
         by_family.setdefault(record.family, []).append(record)
     baseline_families = (baseline or {}).get("families", {})
-    return {
-        name: summarize_family(items, baseline_families.get(name), summarizers.get(name))
-        for name, items in by_family.items()
-        if items
-    }
+    families = {}
+    for name, items in by_family.items():
+        if not items:
+            continue
+        entry = summarize_family(items, baseline_families.get(name), summarizers.get(name))
+        by_api = _by_api(items)
+        if set(by_api) != {"chat"}:
+            # The family over all its APIs above; each API's own entry beside it.
+            entry["apis"] = {
+                api: summarize_family(
+                    chosen,
+                    baseline_families.get(name) if api == "chat" else None,
+                    summarizers.get(name),
+                )
+                for api, chosen in by_api.items()
+            }
+        families[name] = entry
+    return families
+
+
+def _by_api(records: Iterable[CaseRecord]) -> dict[str, list[CaseRecord]]:
+    """Records by the API their requests went through, in the order of API_NAMES."""
+    found: dict[str, list[CaseRecord]] = {api: [] for api in API_NAMES}
+    for record in records:
+        found.setdefault(record.api, []).append(record)
+    return {api: chosen for api, chosen in found.items() if chosen}
 
 
 def _endpoint(
@@ -293,6 +315,7 @@ def _endpoint(
         "models": capabilities.get("models", []),
         "tokenizer_endpoints": capabilities.get("tokenizer_endpoints"),
         "vision": capabilities.get("vision"),
+        "apis": capabilities.get("apis", ["chat"]),
     }
 
 

@@ -24,7 +24,14 @@ MAX_SHAPE_FINDINGS = 5
 FREE_TEXT = frozenset(
     {"id", "model", "system_fingerprint", "content", "reasoning_content", "refusal", "arguments"}
 )
-ANSWER_SCHEMAS = ("chat_completion", "chat_completion_chunk", "error")
+# Each API's schemas: of an error body, of a stream's event (chunk), of a whole answer. A
+# Messages error body has the shape of its stream's error event.
+API_SCHEMAS = {
+    "chat": ("error", "chat_completion_chunk", "chat_completion"),
+    "messages": ("messages_event", "messages_event", "messages_answer"),
+    "responses": ("error", "responses_event", "responses_answer"),
+}
+ANSWER_SCHEMAS = tuple(dict.fromkeys(name for names in API_SCHEMAS.values() for name in names))
 # The keywords whose value a number is compared with.
 COMPARED = frozenset(
     {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "const", "enum"}
@@ -129,10 +136,11 @@ def _small(value: Any) -> Any:
 
 
 def shape_findings(result: ChatResult, attempt: str | None = None) -> list[Finding]:
-    """Every answer's body (or chunks) against the OpenAI schemas; error bodies too (pure)."""
+    """Every answer's body (or chunks) against its API's schemas; error bodies too (pure)."""
+    error, event, whole = API_SCHEMAS[result.api]
     if not result.ok:
         if isinstance(result.body, dict):
-            return _shape("error", result.body, "error_shape", attempt)
+            return _shape(error, result.body, "error_shape", attempt)
         return [
             Finding(
                 "error_shape",
@@ -144,14 +152,12 @@ def shape_findings(result: ChatResult, attempt: str | None = None) -> list[Findi
         findings = []
         for number, chunk in enumerate(result.chunks):
             if isinstance(chunk, dict):
-                findings += _shape(
-                    "chat_completion_chunk", chunk, "chunk_shape", attempt, f"$[chunk {number}]"
-                )
+                findings += _shape(event, chunk, "chunk_shape", attempt, f"$[chunk {number}]")
             if len(findings) >= MAX_SHAPE_FINDINGS:
                 break
         return findings[:MAX_SHAPE_FINDINGS]
     if isinstance(result.body, dict):
-        return _shape("chat_completion", result.body, "response_shape", attempt)
+        return _shape(whole, result.body, "response_shape", attempt)
     return []
 
 
