@@ -264,12 +264,16 @@ def render_scorecard_markdown(scorecard: dict[str, Any]) -> str:
         lines += [f"Failing: {', '.join(escape(n) for n in failing)}.", ""]
     rows = [
         [
-            escape(name),
+            escape(label),
             str(family.get("verdict", "?")).upper(),
             *(str(family.get("counts", {}).get(s, 0)) for s in STATUSES),
             _score(family),
         ]
-        for name, family in families.items()
+        for name, whole in families.items()
+        for label, family in [
+            (name, whole),
+            *((f"{name} › {api}", entry) for api, entry in whole.get("apis", {}).items()),
+        ]
     ]
     lines += [
         "## Families",
@@ -277,6 +281,14 @@ def render_scorecard_markdown(scorecard: dict[str, Any]) -> str:
         table(["Family", "Verdict", *STATUSES, "Score [95% interval]"], rows),
         "",
         "Score: passed / graded (pass + fail) cases; unsupported cases are not graded.",
+        *(
+            [
+                "A family run over several APIs has a row per API (› chat, › messages, "
+                "› responses) under its row over all of them."
+            ]
+            if any("apis" in family for family in families.values())
+            else []
+        ),
         "",
     ]
     faults = faults_text(scorecard.get("transcript", {}).get("faults") or {})
