@@ -604,7 +604,9 @@ def test_the_shape_cache_is_right_for_every_pair_of_edge_numbers(field: str) -> 
 
 
 def test_the_answer_schemas_bounds_are_found_in_them_and_what_they_refer_to() -> None:
-    assert number_bounds() == (0, 255)
+    # 0 and 255 (chat: counts and byte values); Responses' max_output_tokens >= 1 and
+    # top_logprobs <= 20.
+    assert number_bounds() == (0, 1, 20, 255)
 
 
 def test_a_count_over_max_tokens_is_weighed_against_the_text_with_a_tokenizer(

@@ -65,6 +65,14 @@ STREAM_CODES = frozenset(
         "finish_reason_repeated",
         "finish_reason_missing",
         "malformed_tool_calls",
+        # The other APIs' streams: a call's pieces sent to the wrong block or item, or the
+        # call announced at its end unlike the pieces that built it.
+        "delta_outside_block",
+        "delta_type_mismatch",
+        "done_text_mismatch",
+        "output_item_mismatch",
+        "final_output_mismatch",
+        "event_item_type_mismatch",
     }
 )
 # Tool-call markup of common chat templates; seen in content, a parser failed to extract it.

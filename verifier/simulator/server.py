@@ -1,13 +1,15 @@
 """The simulated vendor's HTTP server: OpenAI-compatible chat completions over HTTP/1.1.
 
+The same model answers Anthropic Messages (``/v1/messages``) and OpenAI Responses
+(``/v1/responses``), translated to and from chat completions (:mod:`.api_frontends`).
 Standard library only (``http.server``), threaded, keep-alive; streams are
 sent as SSE with chunked transfer encoding. Faults and defects from the
 catalogue are applied here (transport, and the logprobs' perturbations that depend
 on the vendor's state or settings) and in the model (behaviour).
 
-Transport faults only ever hit ``POST /v1/chat/completions``: the model list
-and the tokenizer routes stay clean, so that the probe is not what a fault
-test measures.
+Transport faults only ever hit the answering routes (chat completions, Messages,
+Responses): the model list, the tokenizer and the token-counting routes stay clean, so
+that the probe is not what a fault test measures.
 """
 
 from __future__ import annotations
@@ -26,6 +28,19 @@ from urllib.parse import urlsplit
 
 from ..reference.profiles import Profile
 from ..reference.tokenizer_backends import encode_all_special
+from .api_frontends import (
+    ANSWER_ROUTES,
+    COUNT_ROUTES,
+    MESSAGES,
+    StreamTranslator,
+    Verbatim,
+    answer_body,
+    api_of,
+    chat_request,
+    count_body,
+    error_answer,
+    stream_translator,
+)
 from .defects import (
     BAD_RESPONSE_FORMAT_500,
     ERROR_PARAM_WRONG,
@@ -67,6 +82,7 @@ GARBAGE = (
 )
 # How often a held request (fault-timeout) looks whether its client has hung up.
 HOLD_POLL = 0.1
+CHAT_ROUTE = "/v1/chat/completions"
 
 
 def error_body(
@@ -88,7 +104,8 @@ class SimulatorServer(ThreadingHTTPServer):
         address: (host, port); port 0 picks a free one.
         defects: the defects and faults switched on.
         latency: seconds to wait before answering each chat request.
-        api_key: when set, requests must carry ``Authorization: Bearer <api_key>``.
+        api_key: when set, requests must carry ``Authorization: Bearer <api_key>`` (or, on the
+            Messages routes, ``x-api-key: <api_key>``).
         profile: a reference profile: prompts are rendered and counted with its template
             and tokenizer, and the tokenizer endpoints answer.
         tokenizer_api: which tokenizer endpoints a profiled vendor offers: ``vllm``
@@ -245,12 +262,20 @@ class Handler(BaseHTTPRequestHandler):
         """The request's path without its query or a trailing slash."""
         return urlsplit(self.path).path.rstrip("/")
 
+    @property
+    def api(self) -> str | None:
+        """The other API the route speaks (``messages``, ``responses``); None for chat."""
+        return api_of(self.route)
+
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         """Stay quiet: the verifier's transcript is the record."""
 
     # -- plumbing ------------------------------------------------------------
 
     def _send_json(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+        """Send `body`; an error in the shape of the API the route speaks."""
+        if status >= 400:
+            body = error_answer(self.api, status, body)
         self._send_bytes(status, json.dumps(body).encode("utf-8"), headers)
 
     def _send_bytes(
@@ -287,7 +312,7 @@ class Handler(BaseHTTPRequestHandler):
         return (
             self.server.defects.has(FAULT_SLOW_STREAM)
             and self.command == "POST"
-            and self.route == "/v1/chat/completions"
+            and self.route in (CHAT_ROUTE, *ANSWER_ROUTES)
         )
 
     def _reset(self) -> None:
@@ -308,6 +333,8 @@ class Handler(BaseHTTPRequestHandler):
         if expected is None:
             return True
         if self.headers.get("Authorization") == f"Bearer {expected}":
+            return True
+        if self.api == MESSAGES and self.headers.get("x-api-key") == expected:
             return True
         self._send_json(
             401,
@@ -347,7 +374,7 @@ class Handler(BaseHTTPRequestHandler):
         self._send_json(404, error_body(f"no route GET {self.route}", code="not_found"))
 
     def do_POST(self) -> None:  # noqa: N802 - http.server naming
-        """Chat completions."""
+        """Chat completions, Messages and Responses (and their token counts)."""
         raw = self._read_body()
         if not self._authorized():
             return
@@ -355,20 +382,24 @@ class Handler(BaseHTTPRequestHandler):
         if route in ("/tokenize", "/detokenize", "/apply-template"):
             self._tokenizer_endpoint(route, raw)
             return
-        if route != "/v1/chat/completions":
+        if route in COUNT_ROUTES:
+            self._count(raw)
+            return
+        if route != CHAT_ROUTE and route not in ANSWER_ROUTES:
             self._send_json(404, error_body(f"no route POST {self.route}", code="not_found"))
             return
+        native: Any = None
         request: Any = None
         rejection: Rejection | None
         if "json" not in (self.headers.get("Content-Type") or ""):
             rejection = Rejection(415, "Content-Type must be application/json")
         else:
             try:
-                request = json.loads(raw, parse_constant=_not_json)
+                native = json.loads(raw, parse_constant=_not_json)
             except (ValueError, UnicodeDecodeError):
                 rejection = Rejection(400, "the request body is not valid JSON")
             else:
-                rejection = request_problem(request, self.server.policy)
+                request, rejection = self._translated(native)
         if rejection is not None and not self._tolerant():
             self._reject(rejection)
             self.server.poison()
@@ -385,10 +416,42 @@ class Handler(BaseHTTPRequestHandler):
         request = with_declared_tools(request, self.server.policy)
         number = self.server.next_request_number()
         with self.server.in_flight.enter() as position:
-            self._answer(request, number, position)
+            self._answer(request, number, position, native)
 
-    def _answer(self, request: dict[str, Any], number: int, position: int) -> None:
-        """Answer chat request `number`, which arrived as the `position`-th in flight."""
+    def _translated(self, native: Any, *, counting: bool = False) -> tuple[Any, Rejection | None]:
+        """The chat request a body asks for (itself, on the chat route), and why it is refused."""
+        api = self.api
+        request = native if api is None else chat_request(api, native, counting=counting)
+        if isinstance(request, Rejection):
+            return None, request
+        return request, request_problem(request, self.server.policy)
+
+    def _count(self, raw: bytes) -> None:
+        """A token-counting route: the prompt tokens of the chat request the body asks for."""
+        path, api = self.server.path_model, self.api
+        if not isinstance(path, PromptPath) or api is None:
+            self._send_json(404, error_body(f"no route POST {self.route}", code="not_found"))
+            return
+        try:
+            native = json.loads(raw, parse_constant=_not_json)
+        except (ValueError, UnicodeDecodeError):
+            self._send_json(400, error_body("the request body is not valid JSON"))
+            return
+        request, rejection = self._translated(native, counting=True)
+        if rejection is not None:
+            error = error_body(rejection.message, code=rejection.code)
+            error["error"]["param"] = rejection.param
+            self._send_json(rejection.status, error)
+            return
+        tokens = path.prompt_tokens(with_declared_tools(request, self.server.policy))
+        self._send_json(200, count_body(api, tokens))
+
+    def _answer(self, request: dict[str, Any], number: int, position: int, native: Any) -> None:
+        """Answer chat request `number`, which arrived as the `position`-th in flight.
+
+        On the Messages and Responses routes the answer is translated into theirs (`native`:
+        the request as sent).
+        """
         server = self.server
         stream = bool(request.get("stream"))
         fault = choose_fault(server.defects, server.fault_seed, number, stream=stream)
@@ -404,10 +467,13 @@ class Handler(BaseHTTPRequestHandler):
         )
         if stream:
             events = stream_events(request, reply, number, defects, path, perturbation)
+            translator: StreamTranslator = Verbatim()
+            if self.api is not None:
+                translator = stream_translator(self.api, native, path.prompt_tokens(request))
             if fault is None:
-                self._stream(events, number)
+                self._stream(events, number, translator)
             else:
-                self._stream_cut(events, reset=fault == FAULT_RESET)
+                self._stream_cut(events, translator, reset=fault == FAULT_RESET)
             return
         body = completion_body(request, reply, number, defects, path, perturbation)
         if server.pace.paced:
@@ -416,6 +482,8 @@ class Handler(BaseHTTPRequestHandler):
         if request.get("return_token_ids") and server.tokenizer_api == "vllm":
             assert isinstance(path, PromptPath)
             body["prompt_token_ids"] = path.prompt_ids(request)
+        if self.api is not None:
+            body = answer_body(self.api, body, native)
         data = json.dumps(body).encode("utf-8")
         self._send_bytes(200, data, reset_after=len(data) // 2 if fault == FAULT_RESET else None)
 
@@ -541,8 +609,11 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
 
-    def _stream(self, events: list[bytes], number: int) -> None:
-        """Send the stream's events, each token's after the vendor's pace lets it come."""
+    def _stream(self, events: list[bytes], number: int, translator: StreamTranslator) -> None:
+        """Send the stream's events, each token's after the vendor's pace lets it come.
+
+        Each chat event goes out as `translator` makes it, when it would have gone out.
+        """
         self._stream_headers()
         pace = self.server.pace
         tokens = [tokens_in(event) for event in events] if pace.paced else [0] * len(events)
@@ -550,10 +621,13 @@ class Handler(BaseHTTPRequestHandler):
         for event, count in zip(events, tokens, strict=True):
             if count:
                 time.sleep(sum(next(waits) for _ in range(count)))
-            self._chunk(event)
+            self._event(translator.feed(event))
+        self._event(translator.close())
         self._chunk(b"")
 
-    def _stream_cut(self, events: list[bytes], *, reset: bool) -> None:
+    def _stream_cut(
+        self, events: list[bytes], translator: StreamTranslator, *, reset: bool
+    ) -> None:
         """Send the first half of a stream's events (never [DONE]) and end the connection.
 
         Without `reset` the connection is closed in order (FIN) before the last HTTP
@@ -563,13 +637,19 @@ class Handler(BaseHTTPRequestHandler):
         sent = len(events) // 2
         self._stream_headers()
         for event in events[:sent]:
-            self._chunk(event)
+            self._event(translator.feed(event))
         if reset:
-            framed = self._framed(events[sent])
+            data = translator.feed(events[sent])
+            framed = self._framed(data) if data else b""
             self._write(framed[: len(framed) // 2])
             self._reset()
         else:
             self.close_connection = True
+
+    def _event(self, data: bytes) -> None:
+        """Send `data` as one HTTP chunk (nothing for none: an empty chunk ends the body)."""
+        if data:
+            self._chunk(data)
 
     @staticmethod
     def _framed(data: bytes) -> bytes:
