@@ -45,6 +45,10 @@ VERIFY = (
     "--transcript verifier-out/transcript.jsonl"
 )
 PROFILES = "verifier profiles"
+OVER_APIS = [
+    f"pytest --endpoint http://127.0.0.1:8111 --api {api} --families tool_calling,structured_output"
+    for api in ("messages", "responses")
+]
 HUB = (
     "HF_HUB_OFFLINE=1 pytest --endpoint http://127.0.0.1:8000 "
     "--profile hf:moonshotai/Kimi-K2-Instruct@COMMIT"
@@ -87,6 +91,27 @@ def shell(command: str, cwd: Path, timeout: float = 600) -> subprocess.Completed
 def test_the_readme_still_shows_these_commands() -> None:
     for command in (SET_UP + MAIN, DEMO, KEYGEN, SIGNED, VERIFY, COMPARE, PROFILES, HUB):
         assert command in README, command
+    for command in OVER_APIS:
+        assert command in README, command
+
+
+def test_the_runs_over_messages_and_responses_pass_the_clean_vendor(tmp_path: Path) -> None:
+    vendor = SimulatorProcess([])
+    try:
+        for command in OVER_APIS:
+            done = shell(command.replace("http://127.0.0.1:8111", vendor.url), tmp_path)
+            assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+            card = json.loads((tmp_path / "verifier-out" / "scorecard.json").read_text())
+            api = command.split("--api ")[1].split()[0]
+            assert card["endpoint"]["apis"] == [api]
+            assert {name: family["verdict"] for name, family in card["families"].items()} == {
+                "tool_calling": "pass",
+                "structured_output": "pass",
+            }
+            # Over one API the family's entry is that API's: no breakdown beside it.
+            assert all("apis" not in family for family in card["families"].values())
+    finally:
+        vendor.stop()
 
 
 def test_the_main_command_grades_every_family_and_passes(tmp_path: Path) -> None:
@@ -103,13 +128,25 @@ def test_the_main_command_grades_every_family_and_passes(tmp_path: Path) -> None
     # without its reasoning, which its lab's API refuses) or does not state (partial mode,
     # dynamic tools, generation defaults, sampling limits and pins, effort levels, an image
     # size limit), and two logprob cases whose few max_tokens all go on reasoning.
+    # Tool calling and structured output run over the three APIs the vendor serves (chat,
+    # Anthropic Messages, OpenAI Responses): their twins are unsupported for the same reasons,
+    # and the structured-output cases the other APIs have no words for (a json_object format,
+    # a malformed response_format built for chat's validation) say so.
     journal = (tmp_path / "verifier-out" / "journal.jsonl").read_text().splitlines()
-    outcomes = [json.loads(line)["outcome"] for line in journal if '"outcome"' in line]
-    unsupported = Counter(o["message"] for o in outcomes if o["status"] == "unsupported")
+    records = [json.loads(line) for line in journal if '"outcome"' in line]
+    unsupported = Counter(
+        (r.get("api", "chat"), r["outcome"]["message"])
+        for r in records
+        if r["outcome"]["status"] == "unsupported"
+    )
     refused = "rejected with HTTP 400: thinking is enabled but reasoning_content is missing in "
-    assert unsupported == {
-        "unsupported: the model's contract documents no partial mode": 1,
+    tools = {
         "unsupported: the model's contract documents no tools declared in messages": 2,
+        f"unsupported: tools {refused}assistant tool call message at index 1": 21,
+        f"unsupported: tools {refused}assistant tool call message at index 2": 1,
+    }
+    chat = {
+        "unsupported: the model's contract documents no partial mode": 1,
         "unsupported: the model's contract states no generation defaults": 1,
         "unsupported: the profile declares no sampling limits": 1,
         "unsupported: the profile pins no sampling value": 1,
@@ -117,11 +154,35 @@ def test_the_main_command_grades_every_family_and_passes(tmp_path: Path) -> None
         "unsupported: the profile declares no reasoning effort levels": 1,
         "unsupported: the model always reasons: its contract has no way to turn thinking off": 2,
         "unsupported: max_tokens ran out in the reasoning: no content token to read logprobs of": 2,
-        f"unsupported: tools {refused}assistant tool call message at index 1": 21,
-        f"unsupported: tools {refused}assistant tool call message at index 2": 1,
         f"unsupported: the conversation was {refused}assistant tool call message at index 1": 3,
     }
-    assert len(outcomes) == 670
+    messages = "unsupported: the case cannot be sent through Anthropic Messages: "
+    responses = "unsupported: the case cannot be sent through OpenAI Responses: "
+    assert unsupported == {
+        **{("chat", m): n for m, n in {**chat, **tools}.items()},
+        **{(api, m): n for api in ("messages", "responses") for m, n in tools.items()},
+        ("messages", f"{messages}the Messages API has no response_format 'json_object'"): 7,
+        ("messages", f"{messages}a json_schema response_format without a schema object"): 2,
+        ("messages", f"{messages}the Messages API has no response_format 'json_schemaa'"): 1,
+        (
+            "responses",
+            f"{responses}the response_format 'json_schema' has no Responses counterpart",
+        ): 1,
+        (
+            "responses",
+            f"{responses}the response_format 'json_schemaa' has no Responses counterpart",
+        ): 1,
+    }
+    by_api = Counter(r.get("api", "chat") for r in records)
+    assert by_api == {"chat": 670, "messages": 293, "responses": 293}
+    assert card["endpoint"]["apis"] == ["chat", "messages", "responses"]
+    for name in ("tool_calling", "structured_output"):
+        per_api = card["families"][name]["apis"]
+        assert {api: entry["verdict"] for api, entry in per_api.items()} == {
+            "chat": "pass",
+            "messages": "pass",
+            "responses": "pass",
+        }
     # The gate passes the clean vendor too, with the profile and without one.
     with_profile = shell(MAIN.replace("8111", port) + " --gate --out gated", tmp_path)
     assert with_profile.returncode == 0, with_profile.stdout[-3000:]

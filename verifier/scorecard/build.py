@@ -277,7 +277,7 @@ def _families(
             continue
         entry = summarize_family(items, baseline_families.get(name), summarizers.get(name))
         by_api = _by_api(items)
-        if set(by_api) != {"chat"}:
+        if len(by_api) > 1:
             # The family over all its APIs above; each API's own entry beside it.
             entry["apis"] = {
                 api: summarize_family(
