@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,6 +31,9 @@ WEATHER = {
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
     },
 }
+
+# Streams real servers sent, recorded byte for byte (the model path replaced).
+STREAMS = Path(__file__).parent / "data" / "streams"
 
 
 def render(**chat: Any) -> dict[str, Any]:
@@ -1097,3 +1101,19 @@ def test_a_recorded_body_reads_as_it_did_on_the_wire() -> None:
     )
     error = {"type": "error", "error": {"type": "not_found_error", "message": "no model"}}
     assert read_recorded(error, status=404, stream=False).error_object == error["error"]
+
+
+def test_a_real_servers_stream_with_overlapping_blocks_is_read_and_its_order_reported() -> None:
+    """llama-server 11434's answer to a forced call: the text block is still open when the
+    tool_use block starts (and stopped after it), and the tool_use start has no ``input: {}``
+    (the event schema's business, not the call's: its input comes in the deltas)."""
+    data = (STREAMS / "llama-server-messages-tool-call.sse").read_bytes()
+    result = accumulate([data], ChatResult(stream=True, status=200))
+    choice = result.choice
+    assert choice is not None
+    assert (choice.content, choice.finish_reason) == ("Hello!", "tool_calls")
+    assert [(c.name, c.arguments) for c in choice.tool_calls] == [("get_weather", '{"city":""}')]
+    assert [(p.code, p.where) for p in result.problems] == [
+        ("content_block_not_stopped", "event 4"),
+        ("content_block_stop_mismatch", "event 14"),
+    ]

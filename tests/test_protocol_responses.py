@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,6 +34,9 @@ CHAT_USAGE = {
     "prompt_tokens_details": {"cached_tokens": 4},
     "completion_tokens_details": {"reasoning_tokens": 3},
 }
+
+# Streams real servers sent, recorded byte for byte (the model path replaced).
+STREAMS = Path(__file__).parent / "data" / "streams"
 
 
 def text_part(text: str, logprobs: list[Any] | None = None) -> dict[str, Any]:
@@ -1090,3 +1094,26 @@ def test_broken_answers_do_not_fit_the_answer_schema(broken: dict[str, Any]) -> 
 )
 def test_broken_events_do_not_fit_the_event_schema(broken: dict[str, Any]) -> None:
     assert errors("responses_event", broken) != []
+
+
+def test_a_real_servers_stream_without_index_fields_is_read_each_gap_reported_once() -> (
+    None
+):
+    """llama-server 11434's answer to a forced call: no sequence_number, output_index or
+    content_index on any event, no arguments.done, the message item still open when the call
+    begins. Its content and call are read by item id and order; each missing field is one
+    problem, at the first event that lacks it."""
+    data = (STREAMS / "llama-server-responses-tool-call.sse").read_bytes()
+    result = accumulate([data], ChatResult(stream=True, status=200))
+    choice = result.choice
+    assert choice is not None
+    assert (choice.content, choice.finish_reason) == ("Hello!", "tool_calls")
+    assert [(c.name, c.arguments, c.id) for c in choice.tool_calls] == [
+        ("get_weather", '{"city":""}', "call_functions.get_weather:1")
+    ]
+    assert [(p.code, p.where) for p in result.problems] == [
+        ("sequence_number_missing", "event 0"),
+        ("output_index_missing", "event 2"),
+        ("content_index_missing", "event 3"),
+        ("done_event_missing", "event 19"),
+    ]

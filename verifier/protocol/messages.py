@@ -527,8 +527,15 @@ def _body_block(raw: Any, problems: list[Problem], where: str) -> _Block | None:
     return _Block(kind)
 
 
-def _check_tool_use(block: Mapping[str, Any], problems: list[Problem], where: str) -> None:
-    """Problems of a tool_use block (at its start, for a stream): an id, a name, an input."""
+def _check_tool_use(
+    block: Mapping[str, Any], problems: list[Problem], where: str, *, streamed: bool = False
+) -> None:
+    """Problems of a tool_use block (at its start, for a stream): an id, a name, an input.
+
+    A stream's block delivers its input in ``input_json_delta`` pieces: one that leaves out
+    the ``input: {}`` of its start breaks the event schema (the shape check says so), not the
+    call.
+    """
     missing = [key for key in ("id", "name") if not isinstance(block.get(key), str)]
     if missing:
         problems.append(
@@ -536,10 +543,9 @@ def _check_tool_use(block: Mapping[str, Any], problems: list[Problem], where: st
                 "malformed_content_block", f"a tool_use block without {' or '.join(missing)}", where
             )
         )
-    if not isinstance(block.get("input"), dict):
-        problems.append(
-            Problem("malformed_tool_calls", f"a tool_use input is {block.get('input')!r}", where)
-        )
+    given = block.get("input")
+    if not isinstance(given, dict) and not (streamed and given is None):
+        problems.append(Problem("malformed_tool_calls", f"a tool_use input is {given!r}", where))
 
 
 class _EventReader:
@@ -658,7 +664,7 @@ class _EventReader:
         elif kind in ("text", "thinking") and isinstance(raw.get(kind), str) and raw[kind]:
             block.pieces.append(raw[kind])
         elif kind == "tool_use":
-            _check_tool_use(raw, self.result.problems, f"event {number}")
+            _check_tool_use(raw, self.result.problems, f"event {number}", streamed=True)
             block.id, block.name, block.input = raw.get("id"), raw.get("name"), raw.get("input")
         self.blocks.append(block)
         self.by_index[index] = block

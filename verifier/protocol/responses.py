@@ -728,6 +728,8 @@ class _Events:
         self._final_event: int | None = None
         self._ended = False
         self._errored = False
+        # The required index fields an event left out, each reported once per stream.
+        self._missing: set[str] = set()
         self._handlers: dict[str, Callable[[dict[str, Any], int], None]] = {
             "response.created": self._lifecycle,
             "response.in_progress": self._lifecycle,
@@ -794,6 +796,9 @@ class _Events:
         value = data.get("sequence_number")
         if value is None and kind == "error":
             return
+        if value is None:
+            self._index_missing("sequence_number", kind, number)
+            return
         if not _is_count(value):
             self._problem(
                 "sequence_number_missing", f"{kind} has sequence_number {value!r}", number
@@ -837,14 +842,16 @@ class _Events:
 
     def _item_added(self, data: dict[str, Any], number: int) -> None:
         index, raw = data.get("output_index"), data.get("item")
-        if (
-            not _is_count(index)
-            or not isinstance(raw, dict)
-            or not isinstance(raw.get("type"), str)
-        ):
-            self._problem(
-                "event_malformed", "output_item.added lacks an output_index or item", number
-            )
+        if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
+            self._problem("event_malformed", "output_item.added lacks its item", number)
+            return
+        if index is None:
+            # Placed where it comes, so that its content is still read: a client that follows
+            # the reference cannot place it (reported once).
+            self._index_missing("output_index", data["type"], number)
+            index = self._next_index
+        if not _is_count(index):
+            self._problem("event_malformed", f"output_item.added at output_index {index!r}", number)
             return
         if index in self._items:
             self._problem("output_index_unexpected", f"output item {index} added again", number)
@@ -860,11 +867,32 @@ class _Events:
             raw["type"], raw.get("id"), number, raw.get("call_id"), raw.get("name")
         )
 
+    def _index_missing(self, field: str, kind: str, number: int) -> None:
+        """Report the first event that leaves out the required `field`."""
+        if field not in self._missing:
+            self._missing.add(field)
+            self._problem(
+                f"{field}_missing",
+                f"{kind} has no {field}, which the reference requires (the first such event "
+                f"only; the verifier places events by item id and order, a client may not)",
+                number,
+            )
+
     def _open_item(
         self, data: dict[str, Any], number: int, kinds: tuple[str, ...] | None
     ) -> _Item | None:
-        """The open item an event is for (of one of `kinds`), or None and a problem."""
+        """The open item an event is for (of one of `kinds`), or None and a problem.
+
+        Without an ``output_index`` the event's ``item_id`` names it (or, without that too,
+        the last item added).
+        """
         kind, index = data["type"], data.get("output_index")
+        named = data.get("item_id")
+        if named is None and isinstance(data.get("item"), dict):
+            named = data["item"].get("id")  # output_item.done names its item in the item
+        if index is None:
+            self._index_missing("output_index", kind, number)
+            index = self._index_of(named)
         item = self._items.get(index) if _is_count(index) else None
         if item is None or item.closed:
             self._problem(
@@ -882,6 +910,14 @@ class _Events:
                 "item_id_mismatch", f"{kind} names item {item_id!r}, not {item.id!r}", number
             )
         return item
+
+    def _index_of(self, item_id: Any) -> int | None:
+        """The index of the item with `item_id`; the last one added when no id names one."""
+        found = [i for i, item in self._items.items() if item.id == item_id and item_id]
+        if found:
+            return found[-1]
+        open_items = [i for i, item in self._items.items() if not item.closed]
+        return open_items[-1] if open_items and item_id is None else None
 
     def _item_done(self, data: dict[str, Any], number: int) -> None:
         item = self._open_item(data, number, None)
@@ -928,6 +964,10 @@ class _Events:
             return
         key = "summary_index" if summary else "content_index"
         index, raw = data.get(key), data.get("part")
+        parts = item.summary if summary else item.parts
+        if index is None:
+            self._index_missing(key, data["type"], number)
+            index = len(parts)
         kind = raw.get("type") if isinstance(raw, dict) else None
         allowed = ("summary_text",) if summary else _PART_KINDS[item.kind]
         if not _is_count(index) or kind not in allowed:
@@ -935,7 +975,6 @@ class _Events:
                 "event_malformed", f"{data['type']} of part {kind!r} at {key} {index!r}", number
             )
             return
-        parts = item.summary if summary else item.parts
         if index in parts:
             self._problem("part_index_unexpected", f"{key} {index} added again", number)
             return
@@ -957,6 +996,11 @@ class _Events:
             return None
         key = "summary_index" if summary else "content_index"
         parts, index = (item.summary if summary else item.parts), data.get(key)
+        if index is None:
+            self._index_missing(key, data["type"], number)
+            # The part still open, else the next one (a reasoning text may open its own).
+            open_parts = [i for i, p in parts.items() if not p.closed]
+            index = open_parts[-1] if open_parts else len(parts)
         part = parts.get(index) if _is_count(index) else None
         opens = data["type"] in ("response.reasoning_text.delta", "response.reasoning_text.done")
         if part is None and opens and _is_count(index):
