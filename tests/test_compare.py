@@ -471,3 +471,13 @@ def test_parity_shows_its_rulings_and_ranks_divergence() -> None:
     divergence = rows["divergence (mean TV lower bound + chosen-token |Δ logprob|)"]
     assert divergence.cells[1].standing is Standing.CLEARLY_WORSE
     assert rows["KV cache"].cells[0].text == "same after 12 prompts (36 requests)"
+
+
+def test_shape_violations_are_counted_even_when_answers_break_in_several_places() -> None:
+    """One answer may break its schema in several places (a stream's every event): the
+    row counts violations beside the answers instead of a rate over them."""
+    from verifier.compare.families import answers_table
+
+    entries = [{"metrics": {"shapes": {"violations": 1076, "answers": 688}, "requests": 688}}]
+    table = answers_table(entries)
+    assert [cell.text for cell in table.rows[0].cells] == ["1076 in 688 answers"]

@@ -108,16 +108,16 @@ def codes_table(entries: Entries, extra: Sequence[tuple[str, Sequence[str]]] = (
 
 
 def answers_table(entries: Entries) -> Table:
-    """Answers checked against the OpenAI answer and chunk schemas, and requests sent."""
+    """Answers checked against their API's answer and event schemas, and requests sent."""
     metrics = _metrics(entries)
     shapes = ranked_row(
         "shape violations",
         _per_vendor(
             metrics,
-            lambda m: counted_rate(
-                int(_dig(m, "shapes", "violations") or 0),
-                int(_dig(m, "shapes", "answers") or 0),
-                label="answers",
+            # A count, not a rate: one answer may break its schema in several places.
+            lambda m: count_measure(
+                violations := int(_dig(m, "shapes", "violations") or 0),
+                f"{violations} in {int(_dig(m, 'shapes', 'answers') or 0)} answers",
             ),
         ),
         higher_is_better=False,
@@ -127,7 +127,7 @@ def answers_table(entries: Entries) -> Table:
     )
     return Table(
         "Answers",
-        "every answer of the family checked against the OpenAI answer and chunk schemas; "
+        "every answer of the family checked against its API's answer and event schemas; "
         "fewer violations is better",
         (shapes, requests),
     )
