@@ -119,7 +119,11 @@ def local_simulator() -> Iterator[Callable[..., SimulatorServer]]:
     servers: list[SimulatorServer] = []
 
     def start(
-        *defects: str, seed: int = 0, latency: float = 0.0, api_key: str | None = None
+        *defects: str,
+        seed: int = 0,
+        latency: float = 0.0,
+        api_key: str | None = None,
+        chat_only: bool = False,
     ) -> SimulatorServer:
         server = SimulatorServer(
             ("127.0.0.1", 0),
@@ -127,6 +131,7 @@ def local_simulator() -> Iterator[Callable[..., SimulatorServer]]:
             latency=latency,
             api_key=api_key,
             fault_seed=seed,
+            chat_only=chat_only,
         )
         serve_in_thread(server)
         servers.append(server)

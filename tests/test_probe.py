@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -117,3 +118,55 @@ def test_capabilities_cross_processes_as_plain_data_and_come_back_typed() -> Non
     assert data["reference"] == {"model": "r", "logprobs": {"top": None, "why": "refused"}}
     assert Capabilities.from_dict(data) == caps
     assert Capabilities.from_dict(Capabilities(model="m").to_dict()).tokenizer_endpoints is None
+
+
+def test_by_default_the_probe_finds_every_api_and_whether_each_shapes_output(
+    local_simulator: Callable[..., SimulatorServer],
+) -> None:
+    server = local_simulator()
+    client = EndpointClient(server.base_url, api_key=None)
+    found = probe(client, None, apis=None, formats=True)
+    assert (found.apis, found.formats) == (("chat", "messages", "responses"), {})
+    # --api chat asks nothing of the others.
+    assert probe(client, None).apis == ("chat",)
+
+
+def test_an_api_the_endpoint_does_not_serve_is_left_out_or_stops_the_run_when_named(
+    local_simulator: Callable[..., SimulatorServer],
+) -> None:
+    # A vendor that serves chat completions only: the other routes answer 404.
+    server = local_simulator(chat_only=True)
+    client = EndpointClient(server.base_url, api_key=None)
+    assert probe(client, None, apis=None).apis == ("chat",)
+    with pytest.raises(
+        ConfigError,
+        match=r"does not serve the Anthropic Messages API \(POST /messages answered 404\): "
+        r"leave messages out of --api",
+    ):
+        probe(client, None, apis=("chat", "messages"))
+
+
+def test_an_api_that_ignores_its_output_format_serves_no_structured_output(
+    local_simulator: Callable[..., SimulatorServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from verifier.simulator import server as simulated
+
+    # A translation that drops the schema: the model answers the prose it was asked for.
+    translate = simulated.chat_request
+
+    def dropping(api: str, body: Any, *, counting: bool = False) -> Any:
+        request = translate(api, body, counting=counting)
+        if isinstance(request, dict):
+            request.pop("response_format", None)
+        return request
+
+    monkeypatch.setattr(simulated, "chat_request", dropping)
+    server = local_simulator()
+    found = probe(EndpointClient(server.base_url, api_key=None), None, apis=None, formats=True)
+    assert set(found.formats) == {"messages", "responses"}
+    assert found.formats["messages"].startswith(
+        "a request with output_config.format was answered with free text: "
+    )
+    assert found.formats["responses"].startswith(
+        "a request with text.format was answered with free text: "
+    )

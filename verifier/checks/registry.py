@@ -40,9 +40,10 @@ Settled = Callable[[Sequence[CaseRecord]], str | None]
 # What a family needs of the start of the run under its options, among NEEDS.
 Needs = Callable[["RunConfig"], Collection[str]]
 # The probe asks whether the endpoint takes images, which tokenizer routes it serves, how many
-# logprobs it lists; "reference" builds the client of --reference-endpoint (and probes it).
+# logprobs it lists, which APIs other than chat serve structured output ("formats");
+# "reference" builds the client of --reference-endpoint (and probes it).
 # Capabilities, not families: no need is named after a family.
-NEEDS = frozenset({"images", "tokenizer_endpoints", "logprobs", "reference"})
+NEEDS = frozenset({"images", "tokenizer_endpoints", "logprobs", "reference", "formats"})
 # Cases a family adds under its options (a generated set): the cases, their label in the
 # corpus digests and their digest; None for none.
 ExtraCases = Callable[["RunConfig"], "tuple[list[Case], str, str] | None"]
@@ -289,6 +290,8 @@ class RunContext:
             shape checks that run on all families, and request counts); the executor gives
             each case a fresh list.
         parity: the parity family's reference and logprobs (see :class:`ParityContext`).
+        formats: the APIs other than chat that serve no structured output, each with why
+            (see ``Capabilities.formats``).
     """
 
     model: str
@@ -300,6 +303,7 @@ class RunContext:
     vision: bool | None = None
     observed: list[ChatResult] = dataclasses.field(default_factory=list)
     parity: ParityContext = ParityContext()
+    formats: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def repeats_for(self, family: str) -> int:
         """How many times a case of `family` runs."""

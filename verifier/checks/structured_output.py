@@ -34,7 +34,7 @@ from jsonschema import exceptions as jsonschema_exceptions
 from ..errors import CaseDataError, EndpointTimeout
 from ..outcome import CaseRecord, Finding, Outcome, Status
 from ..protocol.answers import ChatResult
-from ..protocol.apis import API_NAMES
+from ..protocol.apis import API_NAMES, TITLES
 from ..protocol.requests import Chat, Exchange, together
 from ..stats import rate
 from .registry import QUICK, family
@@ -45,6 +45,7 @@ from .support.common import (
     rejected,
     rejection_findings,
     schema_findings,
+    unsupported,
 )
 from .support.evidence import evidence_findings
 from .support.paired import case_outcome, paired_accuracy
@@ -298,6 +299,11 @@ def extra_cases(run: RunConfig) -> tuple[list[Case], str, str] | None:
     return cases, "structured_output/generated", digest
 
 
+def needs(run: RunConfig) -> set[str]:
+    """Whether the other APIs serve structured output, when the run may go through them."""
+    return set() if run.apis == ("chat",) else {"formats"}
+
+
 @family(
     "structured_output",
     check_case=check_case,
@@ -305,9 +311,12 @@ def extra_cases(run: RunConfig) -> tuple[list[Case], str, str] | None:
     cost=cost,
     extra_cases=extra_cases,
     apis=API_NAMES,
+    needs=needs,
 )
 def run(case: Case, ctx: RunContext) -> Exchange:
     """JSON Schema-constrained output: parsed strictly and validated with jsonschema."""
+    if (unserved := ctx.formats.get(case.api)) is not None:
+        return unsupported(f"{TITLES[case.api]} serves no structured output: {unserved}", {})
     if kind_of(case) == "malformed":
         return (yield from _run_malformed(case, ctx))
     data = case.data

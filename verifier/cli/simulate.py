@@ -139,6 +139,11 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="serve a text-only model: image parts are refused with HTTP 400",
     )
+    parser.add_argument(
+        "--chat-only",
+        action="store_true",
+        help="serve chat completions alone: /v1/messages and /v1/responses answer 404",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -198,6 +203,7 @@ def _bind(
             profile=profile,
             tokenizer_api=args.tokenizer_api,
             vision=not args.no_vision,
+            chat_only=args.chat_only,
             served_model=args.served_model,
             fault_seed=args.fault_seed,
             logit_noise=args.logit_noise,

@@ -8,6 +8,7 @@ so that a wrong URL or key is one clear error, not a thousand failed tests.
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -66,6 +67,8 @@ class Capabilities:
             or None.
         apis: the APIs the run verifies: ``--api``'s, or every one the endpoint answered
             a minimal request on (chat always: the chat probe must be answered).
+        formats: the APIs other than chat that serve no structured output, each with why
+            (:func:`probe_format`); asked when a family needs it.
     """
 
     model: str
@@ -78,6 +81,7 @@ class Capabilities:
     logprobs: LogprobsSupport | None = None
     reference: ReferenceEndpoint | None = None
     apis: tuple[str, ...] = ("chat",)
+    formats: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """As plain JSON data."""
@@ -106,6 +110,7 @@ class Capabilities:
             logprobs=None if logprobs is None else LogprobsSupport.from_dict(logprobs),
             reference=None if reference is None else ReferenceEndpoint.from_dict(reference),
             apis=tuple(data.get("apis", ("chat",))),
+            formats=dict(data.get("formats", {})),
         )
 
 
@@ -184,12 +189,14 @@ def probe(
     tokenizer: bool = False,
     logprobs: bool = False,
     apis: tuple[str, ...] | None = ("chat",),
+    formats: bool = False,
 ) -> Capabilities:
     """Find the model, check that one minimal chat request is answered, and learn what it offers.
 
     With `vision`, whether the endpoint takes images; with `tokenizer`, which tokenizer
     endpoints it serves; with `logprobs`, how many alternatives it lists; of `apis` (None:
-    every API), which it serves. Those probes do not depend on the chat probe's answer, so
+    every API), which it serves, and with `formats`, which of those serve structured output.
+    Those probes do not depend on the chat probe's answer, so
     they go out together and cost one round trip; the chat probe's error, when there is one,
     is the one raised (it is about the endpoint as a whole).
 
@@ -204,6 +211,7 @@ def probe(
     with ThreadPoolExecutor(4 + len(others), thread_name_prefix="verifier-probe") as pool:
         chat = pool.submit(probe_chat, client, model, models or ())
         served = {api: pool.submit(probe_api, client, model, api) for api in others}
+        shaped = {api: pool.submit(probe_format, client, model, api) for api in others if formats}
         images = pool.submit(probe_vision, client, model) if vision else None
         endpoints = pool.submit(tokenizer_endpoints, client, model) if tokenizer else None
         alternatives = pool.submit(probe_logprobs, client, model) if logprobs else None
@@ -222,7 +230,54 @@ def probe(
         )
     chosen = API_NAMES if apis is None else apis
     run_apis = tuple(a for a in chosen if a == "chat" or a in found)
-    return dataclasses.replace(capabilities, apis=run_apis)
+    unserved = {a: why for a, answer in shaped.items() if a in found and (why := answer.result())}
+    return dataclasses.replace(capabilities, apis=run_apis, formats=unserved)
+
+
+# The probe of an API's structured output: a schema only JSON can meet, asked of a prompt whose
+# unconstrained answer is prose.
+FORMAT_SCHEMA = {
+    "type": "object",
+    "properties": {"colour": {"type": "string"}},
+    "required": ["colour"],
+    "additionalProperties": False,
+}
+# Where each API takes the schema, for messages.
+FORMAT_FIELDS = {"messages": "output_config.format", "responses": "text.format"}
+
+
+def probe_format(client: EndpointClient, model: str, api: str) -> str | None:
+    """Why `api` serves no structured output; None when it does.
+
+    The request asks in prose ("in one short sentence") under a JSON schema: an endpoint that
+    applies the schema answers with an object that meets it, whatever the model; one that
+    refuses the field, or ignores it and answers the prose, serves none over this API.
+    """
+    request = {
+        "model": model,
+        "messages": [{"role": "user", "content": "In one short sentence: what colour is the sky?"}],
+        "max_tokens": 32,
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {"name": "colour", "schema": FORMAT_SCHEMA, "strict": True},
+        },
+    }
+    result = client.chat(
+        request, label=str(Label(PROBE, f"{api}-format")), keep_persistent_5xx=True, api=api
+    )
+    field = FORMAT_FIELDS[api]
+    if not result.ok:
+        error = result.error_object or {}
+        message = error.get("message")
+        return f"a request with {field} was refused with HTTP {result.status}: {message}"
+    text = result.choice.content if result.choice is not None else None
+    try:
+        value = json.loads(text or "")
+    except ValueError:
+        value = None
+    if not isinstance(value, dict) or not isinstance(value.get("colour"), str) or len(value) != 1:
+        return f"a request with {field} was answered with free text: {str(text)[:80]!r}"
+    return None
 
 
 def probe_api(client: EndpointClient, model: str, api: str) -> bool:

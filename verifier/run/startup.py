@@ -132,6 +132,7 @@ class RunState:
             stop_early=self.grading.budget is not None,
             endpoints=caps.tokenizer_endpoints or TokenizerEndpoints(),
             vision=caps.vision,
+            formats=caps.formats,
         )
         probed = Probed(logprobs=caps.logprobs, reference=caps.reference)
         for contextualise in self.contexts:
@@ -323,6 +324,7 @@ def _probe(
         tokenizer="tokenizer_endpoints" in needs,
         logprobs="logprobs" in needs,
         apis=run.apis,
+        formats="formats" in needs,
     )
     if reference is not None:
         caps = dataclasses.replace(caps, reference=probe_reference(reference, run.reference_model))

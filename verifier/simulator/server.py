@@ -119,6 +119,8 @@ class SimulatorServer(ThreadingHTTPServer):
             anew for each request, as batch-dependent kernels give (0: none). The text is
             unchanged; only the logprobs move.
         pace: the time to first token and between tokens (see :mod:`.pace`).
+        chat_only: serve chat completions alone: the Messages and Responses routes answer 404,
+            as a vendor that speaks no other API.
     """
 
     daemon_threads = True
@@ -139,6 +141,7 @@ class SimulatorServer(ThreadingHTTPServer):
         fault_seed: int = 0,
         logit_noise: float = 0.0,
         pace: Pace | None = None,
+        chat_only: bool = False,
     ) -> None:
         self.path_model: Path = PromptPath(profile, defects) if profile else ToyPath(defects)
         # Set when the server closes, so that requests held by fault-timeout let go (before
@@ -148,6 +151,7 @@ class SimulatorServer(ThreadingHTTPServer):
         self.defects = defects
         self.latency = latency
         self.api_key = api_key
+        self.chat_only = chat_only
         self.profile = profile
         self.tokenizer_api = tokenizer_api if profile else "none"
         self.policy = Policy.of(profile, defects, vision=vision, model=served_model)
@@ -381,6 +385,9 @@ class Handler(BaseHTTPRequestHandler):
         route = self.route
         if route in ("/tokenize", "/detokenize", "/apply-template"):
             self._tokenizer_endpoint(route, raw)
+            return
+        if self.api is not None and self.server.chat_only:
+            self._send_json(404, error_body(f"no route POST {self.route}", code="not_found"))
             return
         if route in COUNT_ROUTES:
             self._count(raw)
