@@ -120,6 +120,33 @@ ROWS: tuple[Row, ...] = (
     _row("tool-choice-none-ignored", tool_calling={"tool_choice_none_ignored"}),
     _row("tool-choice-required-ignored", tool_calling={"tool_choice_required_ignored"}),
     _row("tool-choice-named-ignored", tool_calling={"tool_choice_named_ignored"}),
+    # Translation: chat and the API the defect is in, so that chat's cases show it is that
+    # API's alone.
+    _row(
+        "messages-named-tool-choice-lost",
+        verifier=("--api", "chat,messages"),
+        tool_calling={"tool_choice_named_ignored"},
+    ),
+    _row(
+        "responses-named-tool-choice-lost",
+        verifier=("--api", "chat,responses"),
+        tool_calling={"tool_choice_named_ignored"},
+    ),
+    _row(
+        "messages-blocks-overlap",
+        "a stream of one block has nothing to overlap: K2 Thinking's answers stream a thinking "
+        "block, then the text",
+        profile="thinking",
+        verifier=("--api", "chat,messages"),
+        wire={"content_block_not_stopped", "content_block_stop_mismatch"},
+    ),
+    _row(
+        "responses-stream-unindexed",
+        "the events break the event schema, which requires the fields, as well as the grammar",
+        verifier=("--api", "chat,responses"),
+        wire={"chunk_shape", "sequence_number_missing", "output_index_missing"}
+        | {"content_index_missing"},
+    ),
     _row("parallel-tool-calls-ignored", tool_calling={"parallel_tool_calls_ignored"}),
     _row("tool-markers-in-content", tool_calling={"markers_in_content"}),
     _row("tool-duplicate-call-ids", tool_calling={"bad_call_id"}),

@@ -65,19 +65,20 @@ def test_twins_follow_the_chat_cases_api_by_api_and_keep_the_digests() -> None:
 
 def test_chat_alone_is_the_corpus_unchanged() -> None:
     corpus = _corpus()
-    assert corpus.over_apis({"tool_calling": ("chat",), "wire": ("chat",)}) == corpus
+    assert corpus.over_apis(lambda case: ("chat",)) == corpus
 
 
 def test_without_chat_only_the_twins_run() -> None:
-    over = _corpus().over_apis({"tool_calling": ("messages",), "wire": ()})
+    apis = {"tool_calling": ("messages",), "wire": ()}
+    over = _corpus().over_apis(lambda case: apis[case.family])
     assert [c.id for c in over.cases] == ["t1[messages]", "t2[messages]"]
 
 
 def test_each_family_runs_over_the_apis_it_speaks(run_config: RunConfig) -> None:
     found = FAMILIES.apis(run_config, ("chat", "responses"))
-    assert found["tool_calling"] == ("chat", "responses")
-    assert found["structured_output"] == ("chat", "responses")
-    assert found["parity"] == ("chat",)
+    assert found(Case("tool_calling", "t", {}, "f:1")) == ("chat", "responses")
+    assert found(Case("structured_output", "s", {}, "f:1")) == ("chat", "responses")
+    assert found(Case("parity", "p", {}, "f:1")) == ("chat",)
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import dataclasses
 import functools
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -69,19 +69,19 @@ class Corpus:
         """A corpus with these cases and more, the extra identified in the digests as `label`."""
         return Corpus(cases=self.cases + tuple(cases), digests={**self.digests, label: digest})
 
-    def over_apis(self, apis: Mapping[str, Iterable[str]]) -> Corpus:
-        """The cases over the APIs each family runs them on (`apis`, by family).
+    def over_apis(self, apis: Callable[[Case], Iterable[str]]) -> Corpus:
+        """The cases over the APIs each is sent through (`apis`, of a case).
 
         The chat cases keep their order; each other API's twins follow, API by API in the
         order of :data:`API_NAMES`. The digests stay the corpus's own: a twin is the same
         case, sent another way.
         """
-        chosen = {family: set(names) for family, names in apis.items()}
+        chosen = [set(apis(case)) for case in self.cases]
         cases = tuple(
             case.over(api)
             for api in API_NAMES
-            for case in self.cases
-            if api in chosen.get(case.family, ())
+            for case, its in zip(self.cases, chosen, strict=True)
+            if api in its
         )
         return dataclasses.replace(self, cases=cases)
 

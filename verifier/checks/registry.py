@@ -92,6 +92,8 @@ class Family:
         apis: the APIs its cases can be sent through (:data:`~verifier.protocol.apis.API_NAMES`):
             each runs over those of them the run verifies, its requests written once as chat
             bodies and rendered for each by its protocol module.
+        case_apis: the APIs one case can be sent through, among `apis`, when that depends on
+            the case (a check only chat has words for); None: every case, every one of `apis`.
     """
 
     name: str
@@ -111,6 +113,7 @@ class Family:
     after_run: AfterRun | None = None
     writes: tuple[str, ...] = ()
     apis: frozenset[str] = frozenset({"chat"})
+    case_apis: Callable[[Case], Collection[str]] | None = None
 
 
 class Registry:
@@ -171,14 +174,21 @@ class Registry:
             raise ValueError(f"a family needs what the start cannot find out: {sorted(unknown)}")
         return frozenset(found)
 
-    def apis(self, run: RunConfig, served: Iterable[str]) -> dict[str, tuple[str, ...]]:
-        """The APIs each of the run's families runs its cases over, by family.
+    def apis(self, run: RunConfig, served: Iterable[str]) -> Callable[[Case], tuple[str, ...]]:
+        """The APIs each of the run's cases is sent through.
 
-        Those of `served` (the run's APIs: ``--api``, or every one the endpoint serves) the
-        family can speak, in the order of `served`.
+        Those of `served` (the run's APIs: ``--api``, or every one the endpoint serves) its
+        family can speak (and, where the family says so, the case), in the order of `served`.
         """
         order = tuple(served)
-        return {name: tuple(a for a in order if a in self[name].apis) for name in run.families}
+        chosen = {name: tuple(a for a in order if a in self[name].apis) for name in run.families}
+
+        def of(case: Case) -> tuple[str, ...]:
+            apis = chosen.get(case.family, ())
+            narrow = self[case.family].case_apis if apis else None
+            return apis if narrow is None else tuple(a for a in apis if a in narrow(case))
+
+        return of
 
     def writes(self) -> tuple[str, ...]:
         """The names of the files every family may write beside the scorecard."""
@@ -204,6 +214,7 @@ def family(
     after_run: AfterRun | None = None,
     writes: tuple[str, ...] = (),
     apis: Collection[str] = ("chat",),
+    case_apis: Callable[[Case], Collection[str]] | None = None,
 ) -> Callable[[RunFunction], RunFunction]:
     """Register the decorated ``run(case, ctx)`` exchange as the family `name`."""
 
@@ -225,6 +236,7 @@ def family(
                 after_run=after_run,
                 writes=writes,
                 apis=frozenset(apis),
+                case_apis=case_apis,
             )
         )
         return run

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any, cast
 from ..errors import EndpointTimeout
 from ..outcome import CaseRecord, Finding
 from ..protocol.answers import ChatResult, Choice
+from ..protocol.apis import API_NAMES
 from ..protocol.requests import Chat, Exchange, Raw, Request
 from ..reference.profiles import model_key, pinned_values
 from .registry import QUICK, family
@@ -105,7 +106,11 @@ PROTOCOL_CODES = frozenset(
 def protocol_findings(
     result: ChatResult, *, include_usage: bool, attempt: str | None = None
 ) -> list[Finding]:
-    """The streaming protocol of one streamed answer (pure)."""
+    """The streaming protocol of one streamed answer (pure).
+
+    Another API's stream is held to its own grammar: every problem its protocol module
+    recorded is a finding, and its usage must come (those APIs always send it).
+    """
     findings = []
     if "text/event-stream" not in result.headers.get("content-type", ""):
         content_type = result.headers.get("content-type")
@@ -119,6 +124,12 @@ def protocol_findings(
             )
         )
         return findings
+    if result.api != "chat":
+        return api_problem_findings(result, attempt) + (
+            []
+            if result.usage is not None or "usage_malformed" in {p.code for p in result.problems}
+            else [Finding("usage_missing", "the stream carried no usage", attempt=attempt)]
+        )
     findings += [
         Finding(p.code, p.message, p.where, attempt=attempt)
         for p in result.problems
@@ -138,6 +149,25 @@ def protocol_findings(
             )
         )
     return findings + usage_chunk_findings(result, include_usage=include_usage, attempt=attempt)
+
+
+def api_problem_findings(result: ChatResult, attempt: str | None = None) -> list[Finding]:
+    """Every problem another API's protocol module recorded in an answer, as a finding (pure).
+
+    Those modules record only breaches of their API's reference (its event grammar, its
+    answer's fields), so each is one.
+    """
+    return [Finding(p.code, p.message, p.where, attempt=attempt) for p in result.problems]
+
+
+# The checks another API can be held to: its answers' shapes and streams, usage, and the
+# parameters it has words for (a check it cannot say is left unsupported when it is rendered).
+API_CHECKS = frozenset({"shape", "stream", "parity", "usage", "max_tokens", "stop"})
+
+
+def case_apis(case: Case) -> tuple[str, ...]:
+    """The APIs a wire case is sent through: chat's own checks and generated requests, chat."""
+    return API_NAMES if case.data.get("check") in API_CHECKS else ("chat",)
 
 
 def usage_chunk_findings(
@@ -315,6 +345,8 @@ def _answer_findings(
     if result.stream:
         include = (request.get("stream_options") or {}).get("include_usage", True)
         findings += protocol_findings(result, include_usage=include, attempt=attempt)
+    elif result.api != "chat":
+        findings += api_problem_findings(result, attempt)
     tokenizer = ctx.profile.tokenizer if ctx.profile is not None else None
     if check == "usage":
         # completion_tokens against the delivered answer: output accounting, on every answer.
@@ -692,6 +724,8 @@ def extra_cases(run: RunConfig) -> tuple[list[Case], str, str] | None:
     cost=cost,
     needs=lambda run: ("images",) if run.negative else (),
     extra_cases=extra_cases,
+    apis=API_NAMES,
+    case_apis=case_apis,
 )
 def run(case: Case, ctx: RunContext) -> Exchange:
     """Shapes, streaming protocol, parameters, error responses and usage."""

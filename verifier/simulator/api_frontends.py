@@ -902,18 +902,27 @@ class Verbatim:
         return b""
 
 
-def stream_translator(api: str | None, request: Any, input_tokens: int) -> StreamTranslator:
+def stream_translator(
+    api: str | None,
+    request: Any,
+    input_tokens: int,
+    *,
+    overlap: bool = False,
+    unindexed: bool = False,
+) -> StreamTranslator:
     """The translator of a chat stream into the API's stream.
 
     Args:
         api: ``messages``, ``responses``, or None for chat (the stream unchanged).
         request: the request as sent (a Response echoes its settings).
         input_tokens: the prompt's tokens (a Messages stream says them in its first event).
+        overlap: Messages blocks that overlap (``messages-blocks-overlap``).
+        unindexed: Responses events without their index fields (``responses-stream-unindexed``).
     """
     if api == MESSAGES:
-        return MessagesStream(input_tokens)
+        return MessagesStream(input_tokens, overlap=overlap)
     if api == RESPONSES:
-        return ResponsesStream(request)
+        return ResponsesStream(request, unindexed=unindexed)
     return Verbatim()
 
 
@@ -1022,15 +1031,20 @@ class MessagesStream(_Gateway):
 
     Args:
         input_tokens: the prompt's tokens, which message_start's usage says.
+        overlap: start each block before stopping the one before it, whose stop comes at
+            the end (a defect).
     """
 
-    def __init__(self, input_tokens: int) -> None:
+    def __init__(self, input_tokens: int, *, overlap: bool = False) -> None:
         super().__init__()
         self.input_tokens = input_tokens
+        self.overlap = overlap
         self.index = -1
         # The open block: its type and, for a tool_use block, its call's index.
         self.block: tuple[str, Any] | None = None
         self.thinking: list[str] = []
+        # With overlap: the blocks begun and not yet stopped, stopped at the end.
+        self.unstopped: list[int] = []
 
     def _begin(self) -> None:
         assert self.head is not None
@@ -1051,6 +1065,9 @@ class MessagesStream(_Gateway):
         """Start the block `key` names, unless it is the open one."""
         if self.block == key:
             return
+        if self.overlap and self.block is not None:
+            self.unstopped.append(self.index)
+            self.block = None
         self._close()
         self.index += 1
         self.block = key
@@ -1093,6 +1110,8 @@ class MessagesStream(_Gateway):
 
     def _end(self) -> None:
         self._close()
+        for index in self.unstopped:
+            self._emit("content_block_stop", {"index": index})
         fields: dict[str, Any] = {
             "delta": {"stop_reason": stop_reason(self.finish), "stop_sequence": None}
         }
@@ -1103,6 +1122,10 @@ class MessagesStream(_Gateway):
         self._emit("message_stop", {})
 
 
+# The fields a stream without its indices leaves out of every event.
+UNINDEXED = frozenset({"output_index", "content_index", "summary_index"})
+
+
 class ResponsesStream(_Gateway):
     """A chat stream as a Responses stream: created, in_progress, items, then the final Response.
 
@@ -1111,9 +1134,10 @@ class ResponsesStream(_Gateway):
             whether the text's logprobs go out).
     """
 
-    def __init__(self, request: Any) -> None:
+    def __init__(self, request: Any, *, unindexed: bool = False) -> None:
         super().__init__()
         self.request = request
+        self.unindexed = unindexed
         self.logprobs = _logprobs_asked(request)
         self.sequence = 0
         self.output: list[dict[str, Any]] = []
@@ -1124,6 +1148,9 @@ class ResponsesStream(_Gateway):
         self.entries: list[Any] = []
 
     def _emit(self, kind: str, fields: dict[str, Any]) -> None:
+        if self.unindexed:
+            super()._emit(kind, {k: v for k, v in fields.items() if k not in UNINDEXED})
+            return
         super()._emit(kind, {**fields, "sequence_number": self.sequence})
         self.sequence += 1
 

@@ -147,6 +147,28 @@ TOOL_CHOICE_NAMED_IGNORED = _define(
     "tool_calling",
     "treats a named tool_choice as auto (may call another tool)",
 )
+# Translation: what a gateway loses between the other APIs and its chat path (each seen in
+# llama-server 11434's translations).
+MESSAGES_NAMED_TOOL_CHOICE_LOST = _define(
+    "messages-named-tool-choice-lost",
+    "tool_calling",
+    "over Anthropic Messages, reads a named tool_choice as any tool (chat's required)",
+)
+RESPONSES_NAMED_TOOL_CHOICE_LOST = _define(
+    "responses-named-tool-choice-lost",
+    "tool_calling",
+    "over OpenAI Responses, leaves a named tool_choice untranslated, so unapplied (auto)",
+)
+MESSAGES_BLOCKS_OVERLAP = _define(
+    "messages-blocks-overlap",
+    "wire",
+    "streams each Messages content block's start before the previous block's stop, sent last",
+)
+RESPONSES_STREAM_UNINDEXED = _define(
+    "responses-stream-unindexed",
+    "wire",
+    "streams Responses events without sequence_number, output_index or content_index",
+)
 PARALLEL_TOOL_CALLS_IGNORED = _define(
     "parallel-tool-calls-ignored",
     "tool_calling",

@@ -59,8 +59,12 @@ from .defects import (
     INVALID_REQUEST_POISONS,
     INVALID_REQUEST_SLOWS,
     KV_CACHE_DIVERGENCE,
+    MESSAGES_BLOCKS_OVERLAP,
+    MESSAGES_NAMED_TOOL_CHOICE_LOST,
     MISSING_REASONING_500,
     MISSING_REASONING_HANG,
+    RESPONSES_NAMED_TOOL_CHOICE_LOST,
+    RESPONSES_STREAM_UNINDEXED,
     TOKENIZE_ENDPOINT_DISAGREES,
     VISION_INVALID_IMAGE_500,
     WEIGHTS_PERTURBED,
@@ -431,7 +435,18 @@ class Handler(BaseHTTPRequestHandler):
         request = native if api is None else chat_request(api, native, counting=counting)
         if isinstance(request, Rejection):
             return None, request
-        return request, request_problem(request, self.server.policy)
+        return self._lossy(request, native), request_problem(request, self.server.policy)
+
+    def _lossy(self, request: dict[str, Any], native: Any) -> dict[str, Any]:
+        """The translated request as a lossy gateway leaves it: a named tool choice lost."""
+        choice = native.get("tool_choice") if isinstance(native, dict) else None
+        named = isinstance(choice, dict) and choice.get("type") in ("tool", "function")
+        defects = self.server.defects
+        if named and self.api == "messages" and defects.has(MESSAGES_NAMED_TOOL_CHOICE_LOST):
+            return {**request, "tool_choice": "required"}
+        if named and self.api == "responses" and defects.has(RESPONSES_NAMED_TOOL_CHOICE_LOST):
+            return {**request, "tool_choice": "auto"}
+        return request
 
     def _count(self, raw: bytes) -> None:
         """A token-counting route: the prompt tokens of the chat request the body asks for."""
@@ -476,7 +491,13 @@ class Handler(BaseHTTPRequestHandler):
             events = stream_events(request, reply, number, defects, path, perturbation)
             translator: StreamTranslator = Verbatim()
             if self.api is not None:
-                translator = stream_translator(self.api, native, path.prompt_tokens(request))
+                translator = stream_translator(
+                    self.api,
+                    native,
+                    path.prompt_tokens(request),
+                    overlap=defects.has(MESSAGES_BLOCKS_OVERLAP),
+                    unindexed=defects.has(RESPONSES_STREAM_UNINDEXED),
+                )
             if fault is None:
                 self._stream(events, number, translator)
             else:
