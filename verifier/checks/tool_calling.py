@@ -12,7 +12,10 @@ the model. Codes, by kind:
   ``tool_choice_named_ignored``, ``parallel_tool_calls_ignored``;
 - stream invariants: ``tool_call_first_delta_incomplete``, ``tool_call_name_repeated``,
   ``tool_call_name_changed``, ``tool_call_id_changed``, ``content_after_tool_calls``,
-  ``finish_reason_repeated``, ``finish_reason_missing``, ``malformed_tool_calls``;
+  ``finish_reason_repeated``, ``finish_reason_missing``, ``malformed_tool_calls``; over the
+  other APIs, a call's pieces sent to another block or item (``delta_outside_block``,
+  ``delta_type_mismatch``, ``event_item_type_mismatch``) or announced at its end unlike what
+  they built (``done_text_mismatch``, ``output_item_mismatch``, ``final_output_mismatch``);
 - tools declared in a content-less system message, where the model's contract documents it
   (Kimi K3): ``dynamic_tools_rejected`` (refused with a 4xx), ``dynamic_tools_ignored`` (one
   more tool declared there costs no prompt token: they never reach the prompt);

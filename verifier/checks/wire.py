@@ -21,6 +21,10 @@ each case's metrics); this family's own cases fail on them. Codes:
   ``invalid_request_hang``, ``error_shape``; the requests ``--negative`` generates from the
   request schema are graded in :mod:`verifier.checks.support.bad_requests` (``error_param_wrong``,
   ``server_degraded``, ``valid_request_rejected`` besides these);
+- the other APIs (Anthropic Messages, OpenAI Responses; shape, stream, usage, max_tokens, stop
+  and parity cases): every problem their protocol modules record, by its own code
+  (``content_block_not_stopped``, ``sequence_number_missing``, ``done_text_mismatch``...: see
+  :mod:`verifier.protocol.messages`, :mod:`verifier.protocol.responses`);
 - usage: ``usage_missing``, ``usage_total_wrong``; completion_tokens against what the answer
   delivered is output accounting's, on every family's answers (:mod:`.support.accounting`:
   ``undelivered_tokens``, ``completion_tokens_mismatch``);
