@@ -19,7 +19,7 @@ from typing import Any, TypeGuard
 
 from .answers import REASONING_FIELDS, ChatResult, Choice, Problem, ToolCall, parse_body
 from .apis import NotExpressible
-from .stream import SSEDecoder, SSEEvent
+from .stream import SSEEvent, read_events
 
 _API = "messages"
 # Messages requires max_tokens; a chat body that gives none gets this.
@@ -796,16 +796,7 @@ def accumulate(
     ``result.token_arrivals`` (and the first thinking in ``result.first_reasoning``): the time
     the bytes that completed its event were read, as the chat accumulator does.
     """
-    decoder = SSEDecoder()
-    reader = _EventReader(result)
-    for chunk in chunks:
-        reader.now = clock() if clock is not None else None
-        for event in decoder.feed(chunk):
-            reader.add_event(event)
-    reader.now = clock() if clock is not None else None
-    for event in decoder.close():
-        reader.add_event(event)
-    return reader.finish(unterminated=decoder.unterminated)
+    return read_events(chunks, _EventReader(result), clock)
 
 
 def read_recorded(response: Any, *, status: int, stream: bool) -> ChatResult:

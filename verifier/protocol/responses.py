@@ -21,7 +21,7 @@ from typing import Any, TypeGuard
 
 from .answers import ChatResult, Choice, Problem, ToolCall, parse_body
 from .apis import NotExpressible
-from .stream import SSEDecoder, SSEEvent
+from .stream import SSEEvent, read_events
 
 API = "responses"
 
@@ -1211,16 +1211,7 @@ def accumulate(
     reasoning delta's in ``result.first_reasoning``: the time the bytes that completed the
     event were read, before it was parsed.
     """
-    decoder = SSEDecoder()
-    events = _Events(result)
-    for chunk in chunks:
-        events.now = clock() if clock is not None else None
-        for event in decoder.feed(chunk):
-            events.add_event(event)
-    events.now = clock() if clock is not None else None
-    for event in decoder.close():
-        events.add_event(event)
-    return events.finish(unterminated=decoder.unterminated)
+    return read_events(chunks, _Events(result), clock)
 
 
 def read_recorded(response: Any, *, status: int, stream: bool) -> ChatResult:

@@ -16,7 +16,7 @@ import codecs
 import dataclasses
 import json
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, Protocol
 
 from .answers import (
     ChatResult,
@@ -414,16 +414,38 @@ def accumulate(
     ``result.token_arrivals``, and the first reasoning's in ``result.first_reasoning``: the
     time the bytes that completed the chunk were read, before it was parsed.
     """
+    return read_events(chunks, StreamAccumulator(result), clock)
+
+
+class EventReader(Protocol):
+    """What reads one API's stream events into a ChatResult (chat's, Messages', Responses')."""
+
+    now: float | None
+
+    def add_event(self, event: SSEEvent) -> None:
+        """Take one event."""
+
+    def finish(self, *, unterminated: bool = False) -> ChatResult:
+        """The answer, once the body has ended."""
+
+
+def read_events(
+    chunks: Iterable[bytes], reader: EventReader, clock: Callable[[], float] | None = None
+) -> ChatResult:
+    """Feed a whole SSE body, as the network split it, to `reader`, event by event.
+
+    With `clock`, ``reader.now`` is the time the bytes that completed the events being added
+    were read (seconds since the request was sent).
+    """
     decoder = SSEDecoder()
-    accumulator = StreamAccumulator(result)
     for chunk in chunks:
-        accumulator.now = clock() if clock is not None else None
+        reader.now = clock() if clock is not None else None
         for event in decoder.feed(chunk):
-            accumulator.add_event(event)
-    accumulator.now = clock() if clock is not None else None
+            reader.add_event(event)
+    reader.now = clock() if clock is not None else None
     for event in decoder.close():
-        accumulator.add_event(event)
-    return accumulator.finish(unterminated=decoder.unterminated)
+        reader.add_event(event)
+    return reader.finish(unterminated=decoder.unterminated)
 
 
 def read_recorded(response: Any, *, status: int, stream: bool) -> ChatResult:
