@@ -19,7 +19,7 @@ from typing import Any, TypeGuard
 
 from .answers import REASONING_FIELDS, ChatResult, Choice, Problem, ToolCall, parse_body
 from .apis import NotExpressible
-from .stream import SSEEvent, read_events
+from .stream import SSEEvent, event_data, read_events
 
 _API = "messages"
 # Messages requires max_tokens; a chat body that gives none gets this.
@@ -584,16 +584,8 @@ class _EventReader:
         """Take one SSE event of the stream."""
         result = self.result
         number = len(result.chunks)
-        try:
-            data = json.loads(event.data)
-        except (ValueError, RecursionError):
-            # As in parse_body: also an integer of over 4300 digits, or nesting too deep.
-            result.chunks.append(event.data)
-            self._problem("chunk_not_json", f"event data is not JSON: {event.data[:80]!r}", number)
-            return
-        result.chunks.append(data)
-        if not isinstance(data, dict):
-            self._problem("chunk_not_object", "event data is not a JSON object", number)
+        data = event_data(event, result, lambda code, message: self._problem(code, message, number))
+        if data is None:
             return
         kind = data.get("type")
         if event.event is not None and event.event != kind:

@@ -21,7 +21,7 @@ from typing import Any, TypeGuard
 
 from .answers import ChatResult, Choice, Problem, ToolCall, parse_body
 from .apis import NotExpressible
-from .stream import SSEEvent, read_events
+from .stream import SSEEvent, event_data, read_events
 
 API = "responses"
 
@@ -761,16 +761,8 @@ class _Events:
                 number,
             )
             return
-        try:
-            data = json.loads(event.data)
-        except (ValueError, RecursionError):
-            # As in parse_body: also an integer of over 4300 digits, or nesting too deep.
-            result.chunks.append(event.data)
-            self._problem("chunk_not_json", f"event is not JSON: {event.data[:80]!r}", number)
-            return
-        result.chunks.append(data)
-        if not isinstance(data, dict):
-            self._problem("chunk_not_object", "event data is not a JSON object", number)
+        data = event_data(event, result, lambda code, message: self._problem(code, message, number))
+        if data is None:
             return
         kind = data.get("type")
         if not isinstance(kind, str):

@@ -417,6 +417,27 @@ def accumulate(
     return read_events(chunks, StreamAccumulator(result), clock)
 
 
+def event_data(
+    event: SSEEvent, result: ChatResult, problem: Callable[[str, str], None]
+) -> dict[str, Any] | None:
+    """An event's data as a JSON object, kept in ``result.chunks`` as it came.
+
+    None, after telling `problem` (code, message), when it is not JSON or not an object.
+    """
+    try:
+        data = json.loads(event.data)
+    except (ValueError, RecursionError):
+        # As in parse_body: also an integer of over 4300 digits, or nesting too deep.
+        result.chunks.append(event.data)
+        problem("chunk_not_json", f"event data is not JSON: {event.data[:80]!r}")
+        return None
+    result.chunks.append(data)
+    if not isinstance(data, dict):
+        problem("chunk_not_object", "event data is not a JSON object")
+        return None
+    return data
+
+
 class EventReader(Protocol):
     """What reads one API's stream events into a ChatResult (chat's, Messages', Responses')."""
 
