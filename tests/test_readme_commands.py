@@ -140,6 +140,9 @@ def test_the_main_command_grades_every_family_and_passes(tmp_path: Path) -> None
         if r["outcome"]["status"] == "unsupported"
     )
     refused = "rejected with HTTP 400: thinking is enabled but reasoning_content is missing in "
+    chat_logprobs = (
+        "unsupported: max_tokens ran out in the reasoning: no content token to read logprobs of"
+    )
     tools = {
         "unsupported: the model's contract documents no tools declared in messages": 2,
         f"unsupported: tools {refused}assistant tool call message at index 1": 21,
@@ -153,7 +156,7 @@ def test_the_main_command_grades_every_family_and_passes(tmp_path: Path) -> None
         "unsupported: the profile documents no image size limit": 1,
         "unsupported: the profile declares no reasoning effort levels": 1,
         "unsupported: the model always reasons: its contract has no way to turn thinking off": 2,
-        "unsupported: max_tokens ran out in the reasoning: no content token to read logprobs of": 2,
+        chat_logprobs: 2,
         f"unsupported: the conversation was {refused}assistant tool call message at index 1": 3,
     }
     messages = "unsupported: the case cannot be sent through Anthropic Messages: "
@@ -172,24 +175,30 @@ def test_the_main_command_grades_every_family_and_passes(tmp_path: Path) -> None
             "responses",
             f"{responses}the response_format 'json_schemaa' has no Responses counterpart",
         ): 1,
+        # Wire's cases over the other APIs: those they have no words for, and a logprobs
+        # case whose few max_tokens all go on reasoning, as over chat.
+        ("messages", f"{messages}the Messages API has no logprobs (logprobs=True)"): 1,
+        ("responses", f"{responses}the Responses API has no stop sequences"): 4,
+        ("responses", chat_logprobs): 1,
     }
     by_api = Counter(r.get("api", "chat") for r in records)
-    assert by_api == {"chat": 670, "messages": 293, "responses": 293}
+    assert by_api == {"chat": 670, "messages": 325, "responses": 325}
     assert card["endpoint"]["apis"] == ["chat", "messages", "responses"]
-    for name in ("tool_calling", "structured_output"):
+    for name in ("tool_calling", "structured_output", "wire"):
         per_api = card["families"][name]["apis"]
         assert {api: entry["verdict"] for api, entry in per_api.items()} == {
             "chat": "pass",
             "messages": "pass",
             "responses": "pass",
         }
-    # The gate passes the clean vendor too, with the profile and without one.
-    with_profile = shell(MAIN.replace("8111", port) + " --gate --out gated", tmp_path)
+    # The gate passes the clean vendor too, with the profile and without one (over chat
+    # alone: the gate reads each family's entry, whatever the APIs it ran over).
+    with_profile = shell(MAIN.replace("8111", port) + " --api chat --gate --out gated", tmp_path)
     assert with_profile.returncode == 0, with_profile.stdout[-3000:]
     assert "gate (defaults): PASS" in with_profile.stdout
     vendor = SimulatorProcess([])
     try:
-        without = shell(f"pytest --endpoint {vendor.url} --gate --out bare", tmp_path)
+        without = shell(f"pytest --endpoint {vendor.url} --api chat --gate --out bare", tmp_path)
     finally:
         vendor.stop()
     assert without.returncode == 0, without.stdout[-3000:]
