@@ -206,9 +206,14 @@ def suite_args(options: argparse.Namespace) -> list[str]:
 
 
 def verifier_command(url: str, out: Path, args: Sequence[str]) -> list[str]:
-    """The command line a user types (the cache plugin off: it would write into the folder)."""
+    """The command line a user types (the cache plugin off: it would write into the folder).
+
+    Over chat completions alone unless `args` name ``--api``: the figures, and the bare SDK
+    loop they are set beside, are chat's.
+    """
     command = [sys.executable, "-m", "pytest", "--endpoint", url, "--out", str(out)]
-    return [*command, "-p", "no:cacheprovider", *args]
+    chat = () if "--api" in args else ("--api", "chat")
+    return [*command, "-p", "no:cacheprovider", *chat, *args]
 
 
 @contextmanager

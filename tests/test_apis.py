@@ -48,7 +48,8 @@ def _corpus() -> Corpus:
 
 def test_twins_follow_the_chat_cases_api_by_api_and_keep_the_digests() -> None:
     corpus = _corpus()
-    over = corpus.over_apis({"tool_calling": ("chat", "messages", "responses"), "wire": ("chat",)})
+    apis = {"tool_calling": ("chat", "messages", "responses"), "wire": ("chat",)}
+    over = corpus.over_apis(lambda case: apis[case.family])
     assert [(c.id, c.api) for c in over.cases] == [
         ("t1", "chat"),
         ("w1", "chat"),
@@ -174,3 +175,17 @@ def test_a_case_its_api_cannot_say_is_unsupported_with_the_reason(
         "unsupported: the case cannot be sent through Anthropic Messages: "
         "the Messages API has no logprobs"
     )
+
+
+def test_a_structured_case_not_sent_is_no_silent_acceptance() -> None:
+    """A case its API has no words for, or sent to an API serving no structured output, was
+    never accepted: the gate's silent-acceptance count leaves it out."""
+    from verifier.checks.structured_output import summarize
+
+    sent = {**record("structured_output/a", "pass"), "api": "chat"}
+    sent["outcome"]["metrics"] = {"keyword": "enum", "kind": "constrained", "accepted": True}
+    unsent = {**record("structured_output/a[messages]", "unsupported", "not_expressible")}
+    unsent["outcome"]["metrics"] = {}
+    summary = summarize([CaseRecord.from_dict(r) for r in (sent, unsent)], None)
+    assert summary["silent_acceptance"] == []
+    assert summary["keywords"]["enum"]["cases"] == 1

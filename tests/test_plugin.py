@@ -278,6 +278,8 @@ def test_without_endpoint_a_project_s_own_tests_run_as_usual(
         "enum-colour or local_only",
         "--families",
         "structured_output",
+        "--api",
+        "chat",
     )
     verified.assert_outcomes(passed=1)
     verified.stdout.fnmatch_lines(["*structured_output*", "*1 passed*"])

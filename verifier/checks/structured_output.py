@@ -226,7 +226,9 @@ def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None)
     for record in records:
         metrics = record.outcome.metrics
         status = record.status
-        if status == "error":
+        # Errors, and cases not sent (an API with no words for the case, or serving no
+        # structured output), say nothing of what the endpoint accepts.
+        if status == "error" or (status == "unsupported" and "accepted" not in metrics):
             continue
         kind = metrics.get("kind", "constrained")
         codes = {f.code for f in record.outcome.findings}
