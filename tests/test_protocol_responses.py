@@ -1096,9 +1096,7 @@ def test_broken_events_do_not_fit_the_event_schema(broken: dict[str, Any]) -> No
     assert errors("responses_event", broken) != []
 
 
-def test_a_real_servers_stream_without_index_fields_is_read_each_gap_reported_once() -> (
-    None
-):
+def test_a_real_servers_stream_without_index_fields_is_read_each_gap_reported_once() -> None:
     """llama-server 11434's answer to a forced call: no sequence_number, output_index or
     content_index on any event, no arguments.done, the message item still open when the call
     begins. Its content and call are read by item id and order; each missing field is one
