@@ -95,8 +95,10 @@ class Steadiness:
         self._clean = 0
         self._faulted = False
 
-    def record(self, fault: str | None) -> None:
-        """Count one attempt of a request that had to be answered."""
+    def record(self, fault: str | None, *, counted: bool = True) -> None:
+        """Count one attempt of a request that had to be answered (nothing unless `counted`)."""
+        if not counted:
+            return
         with self._lock:
             if fault is None:
                 self._clean += 1
@@ -576,8 +578,7 @@ class EndpointClient:
                 result = self._status_answer(exc, stream, started, parse)
             except Exception as exc:  # noqa: BLE001 - translated below, re-raised if unknown
                 error = self._record_failure(exc, record, attempt, started, final)
-                if must_answer:
-                    self.steadiness.record(record["fault"])
+                self.steadiness.record(record["fault"], counted=must_answer)
                 if final:
                     raise error from None
                 self._sleep(self._delay(attempt, None))
@@ -587,18 +588,16 @@ class EndpointClient:
                 attempts = min(attempts, attempt + 1)
                 final = attempt == attempts
             fault = self._record_answer(result, record, attempt, final, retry_non_json)
-            if must_answer:
-                self.steadiness.record(fault)
+            self.steadiness.record(fault, counted=must_answer)
             if fault is None:
                 return result
             if final:
                 if fault == "non_json_body" or (keep_persistent_5xx and result.status >= 500):
                     return result
                 raise self._persistent(result, attempt)
-            if quick:
-                continue
-            wait = retry_after_seconds(result.headers) if result.status == 429 else None
-            self._sleep(self._delay(attempt, wait))
+            if not quick:
+                wait = retry_after_seconds(result.headers) if result.status == 429 else None
+                self._sleep(self._delay(attempt, wait))
         raise AssertionError("unreachable: the loop returns or raises")
 
     def _persistent(self, result: ChatResult, attempts: int) -> EndpointStatusError:

@@ -238,6 +238,39 @@ def _provenance(card: Mapping[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+def _families_table(families: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The families table: a row per family, and one per API of a family run over several."""
+    rows = [
+        [
+            escape(label),
+            str(family.get("verdict", "?")).upper(),
+            *(str(family.get("counts", {}).get(s, 0)) for s in STATUSES),
+            _score(family),
+        ]
+        for name, whole in families.items()
+        for label, family in [
+            (name, whole),
+            *((f"{name} › {api}", entry) for api, entry in whole.get("apis", {}).items()),
+        ]
+    ]
+    return [
+        "## Families",
+        "",
+        table(["Family", "Verdict", *STATUSES, "Score [95% interval]"], rows),
+        "",
+        "Score: passed / graded (pass + fail) cases; unsupported cases are not graded.",
+        *(
+            [
+                "A family run over several APIs has a row per API (› chat, › messages, "
+                "› responses) under its row over all of them."
+            ]
+            if any("apis" in family for family in families.values())
+            else []
+        ),
+        "",
+    ]
+
+
 def render_scorecard_markdown(scorecard: dict[str, Any]) -> str:
     """The scorecard as Markdown for people (``scorecard.md``).
 
@@ -262,35 +295,7 @@ def render_scorecard_markdown(scorecard: dict[str, Any]) -> str:
     failing = [n for n, f in families.items() if f.get("verdict") == "fail"]
     if failing:
         lines += [f"Failing: {', '.join(escape(n) for n in failing)}.", ""]
-    rows = [
-        [
-            escape(label),
-            str(family.get("verdict", "?")).upper(),
-            *(str(family.get("counts", {}).get(s, 0)) for s in STATUSES),
-            _score(family),
-        ]
-        for name, whole in families.items()
-        for label, family in [
-            (name, whole),
-            *((f"{name} › {api}", entry) for api, entry in whole.get("apis", {}).items()),
-        ]
-    ]
-    lines += [
-        "## Families",
-        "",
-        table(["Family", "Verdict", *STATUSES, "Score [95% interval]"], rows),
-        "",
-        "Score: passed / graded (pass + fail) cases; unsupported cases are not graded.",
-        *(
-            [
-                "A family run over several APIs has a row per API (› chat, › messages, "
-                "› responses) under its row over all of them."
-            ]
-            if any("apis" in family for family in families.values())
-            else []
-        ),
-        "",
-    ]
+    lines += _families_table(families)
     faults = faults_text(scorecard.get("transcript", {}).get("faults") or {})
     stopped = budget_lines(scorecard["budget"]) if "budget" in scorecard else []
     lines += [f"- {escape(line)}" for line in ([faults] if faults else []) + stopped]
