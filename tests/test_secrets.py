@@ -76,12 +76,15 @@ def test_the_api_key_is_in_no_output_of_a_whole_failing_run(
     whole = run_verifier(
         url, *options, "--profile", KIMI_PROFILE, "--junitxml", str(junit[0]), out=out, env=env
     )
-    # A second run moves the whole one to previous/; it only needs to fail too.
+    # A second run moves the whole one to previous/; it only needs to fail too. It goes
+    # through every API: over Messages the key also travels in x-api-key.
     again = run_verifier(
         url,
         *options,
         "--families",
         "structured_output",
+        "--api",
+        "chat,messages,responses",
         "--junitxml",
         str(junit[1]),
         out=out,
@@ -98,6 +101,11 @@ def test_the_api_key_is_in_no_output_of_a_whole_failing_run(
     assert card["families"]["structured_output"]["verdict"] == "fail"
     assert leaks(whole, junit, [API_KEY]) == []
     assert leaks(again, junit, [API_KEY]) == []
+    assert json.loads((out / "scorecard.json").read_text())["endpoint"]["apis"] == [
+        "chat",
+        "messages",
+        "responses",
+    ]
 
 
 USER = "alice-USER-4d2c"
