@@ -954,7 +954,9 @@ def test_an_unterminated_last_event_is_a_problem() -> None:
 def test_deltas_for_an_item_never_added_are_problems_and_build_nothing() -> None:
     events = [e for e in events_of(TEXT) if e["type"] != "response.output_item.added"]
     result = stream_of(renumber(events))
-    assert "output_item_not_open" in codes(result)
+    # Every event of the item that was never added, then the final output the deltas lack.
+    assert set(codes(result)) == {"output_item_not_open", "final_output_mismatch"}
+    assert codes(result)[-1] == "final_output_mismatch"
     assert only(result).content is None
 
 
