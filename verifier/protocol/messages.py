@@ -19,7 +19,7 @@ from typing import Any, TypeGuard
 
 from .answers import REASONING_FIELDS, ChatResult, Choice, Problem, ToolCall, parse_body
 from .apis import NotExpressible
-from .stream import SSEEvent, event_data, read_events
+from .stream import SSEEvent, event_data, note_token, read_events
 
 _API = "messages"
 # Messages requires max_tokens; a chat body that gives none gets this.
@@ -689,7 +689,7 @@ class _EventReader:
         elif kind != "signature_delta" and field:
             block.pieces.append(value)
             if value:
-                self._time_token(kind == "thinking_delta")
+                note_token(self.result, self.now, reasoning=kind == "thinking_delta")
 
     def _block_stop(self, data: dict[str, Any], number: int) -> None:
         index = data.get("index")
@@ -737,14 +737,6 @@ class _EventReader:
                 "content_block_not_stopped", f"block {self.open} still open at {kind}", number
             )
             self.open = None
-
-    def _time_token(self, reasoning: bool) -> None:
-        """Note when the event being read, which carries a token, arrived."""
-        if self.now is None:
-            return
-        self.result.token_arrivals.append(self.now)
-        if reasoning and self.result.first_reasoning is None:
-            self.result.first_reasoning = self.now
 
     def finish(self, *, unterminated: bool = False) -> ChatResult:
         """Close the stream and return the result: its one choice, its usage, what was wrong."""

@@ -21,7 +21,7 @@ from typing import Any, TypeGuard
 
 from .answers import ChatResult, Choice, Problem, ToolCall, parse_body
 from .apis import NotExpressible
-from .stream import SSEEvent, event_data, read_events
+from .stream import SSEEvent, event_data, note_token, read_events
 
 API = "responses"
 
@@ -1043,7 +1043,7 @@ class _Events:
         if spec.part == "output_text" and isinstance(data.get("logprobs"), list):
             part.logprobs += data["logprobs"]
         if delta:
-            self._time_token(reasoning=spec.item == "reasoning")
+            note_token(self.result, self.now, reasoning=spec.item == "reasoning")
 
     def _text_done(self, data: dict[str, Any], number: int) -> None:
         spec = _TEXT_DONES[data["type"]]
@@ -1079,7 +1079,7 @@ class _Events:
             return
         item.arguments.append(delta)
         if delta:
-            self._time_token(reasoning=False)
+            note_token(self.result, self.now, reasoning=False)
 
     def _arguments_done(self, data: dict[str, Any], number: int) -> None:
         item = self._open_item(data, number, ("function_call",))
@@ -1153,14 +1153,6 @@ class _Events:
                     f"output[{position}] is {theirs!r:.160}, the events built {mine!r:.160}",
                     number,
                 )
-
-    def _time_token(self, *, reasoning: bool) -> None:
-        """Note when the delta event being added arrived."""
-        if self.now is None:
-            return
-        self.result.token_arrivals.append(self.now)
-        if reasoning and self.result.first_reasoning is None:
-            self.result.first_reasoning = self.now
 
     def finish(self, *, unterminated: bool = False) -> ChatResult:
         """Close the stream and return the result: its one choice, as the deltas built it."""

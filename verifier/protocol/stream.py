@@ -417,6 +417,18 @@ def accumulate(
     return read_events(chunks, StreamAccumulator(result), clock)
 
 
+def note_token(result: ChatResult, now: float | None, *, reasoning: bool) -> None:
+    """Note that an event carrying a token (of reasoning, when `reasoning`) arrived at `now`.
+
+    Nothing when the stream is not timed (`now` None).
+    """
+    if now is None:
+        return
+    result.token_arrivals.append(now)
+    if reasoning and result.first_reasoning is None:
+        result.first_reasoning = now
+
+
 def event_data(
     event: SSEEvent, result: ChatResult, problem: Callable[[str, str], None]
 ) -> dict[str, Any] | None:
