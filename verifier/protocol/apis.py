@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -64,6 +65,9 @@ class Protocol(NamedTuple):
     read_recorded: Callable[..., ChatResult]
 
 
+_IMPORTING = threading.Lock()
+
+
 @functools.cache
 def protocol_of(api: str) -> Protocol:
     """The protocol of `api` (imported when first asked for: a chat-only run loads no other)."""
@@ -79,7 +83,12 @@ def protocol_of(api: str) -> Protocol:
         )
     if api not in API_NAMES:
         raise ValueError(f"no API named {api!r}")
-    module = importlib.import_module(f"{__package__}.{api}")
+    # One import at a time: the probe's and the cases' threads ask for the modules together,
+    # and under pytest, which rewrites the plugin's package, importing one parses its source
+    # (CPython 3.11's AST building is not safe in two threads at once: "AST constructor
+    # recursion depth mismatch").
+    with _IMPORTING:
+        module = importlib.import_module(f"{__package__}.{api}")
     return Protocol(
         api,
         module.request_body,
