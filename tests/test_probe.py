@@ -170,3 +170,53 @@ def test_an_api_that_ignores_its_output_format_serves_no_structured_output(
     assert found.formats["responses"].startswith(
         "a request with text.format was answered with free text: "
     )
+
+
+class _Answering:
+    """A client whose every chat request gets one fixed answer (status and body)."""
+
+    def __init__(self, status: int, body: dict[str, Any]) -> None:
+        self.status, self.body = status, body
+
+    def chat(self, request: dict[str, Any], **options: Any) -> Any:
+        from verifier.protocol.messages import parse_answer
+
+        return parse_answer(self.status, json.dumps(self.body).encode(), {})
+
+
+def _message(text: str) -> dict[str, Any]:
+    usage = {"input_tokens": 5, "output_tokens": 3}
+    content = [{"type": "text", "text": text}]
+    head = {"id": "m", "type": "message", "role": "assistant", "model": "m"}
+    return {**head, "content": content, "stop_reason": "end_turn", "stop_sequence": None} | {
+        "usage": usage
+    }
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "why"),
+    [
+        (200, _message('{"colour": "blue"}'), None),
+        # JSON that breaks the schema is structured output done wrong: the cases grade it.
+        (200, _message('{"sky": 1}'), None),
+        (200, _message("The sky is blue."), "answered with free text: 'The sky is blue.'"),
+        (
+            400,
+            {"type": "error", "error": {"type": "invalid_request_error", "message": "no"}},
+            "refused with HTTP 400: no",
+        ),
+        # A server error, or an answer that cannot be read, says nothing of what is served.
+        (500, {"type": "error", "error": {"type": "api_error", "message": "boom"}}, None),
+        (200, {"type": "message"}, None),
+    ],
+)
+def test_only_a_refusal_or_prose_says_an_api_serves_no_structured_output(
+    status: int, body: dict[str, Any], why: str | None
+) -> None:
+    from verifier.endpoint.probe import probe_format
+
+    found = probe_format(_Answering(status, body), "m", "messages")  # type: ignore[arg-type]
+    if why is None:
+        assert found is None
+    else:
+        assert found == f"a request with output_config.format was {why}"
