@@ -196,9 +196,9 @@ def probe(
     With `vision`, whether the endpoint takes images; with `tokenizer`, which tokenizer
     endpoints it serves; with `logprobs`, how many alternatives it lists; of `apis` (None:
     every API), which it serves, and with `formats`, which of those serve structured output.
-    Those probes do not depend on the chat probe's answer, so
-    they go out together and cost one round trip; the chat probe's error, when there is one,
-    is the one raised (it is about the endpoint as a whole).
+    Those probes do not depend on the chat probe's answer, so they go out together and cost
+    one round trip; the chat probe's error, when there is one, is the one raised (it is about
+    the endpoint as a whole).
 
     Raises:
         ConfigError: the model cannot be chosen or is not served, or an API named in `apis`
@@ -222,11 +222,13 @@ def probe(
             capabilities = dataclasses.replace(capabilities, vision=images.result())
         if endpoints is not None:
             capabilities = dataclasses.replace(capabilities, tokenizer_endpoints=endpoints.result())
-        found = {api for api, answer in served.items() if answer.result()}
+        statuses = {api: answer.result() for api, answer in served.items()}
+    found = {api for api, status in statuses.items() if status not in UNSERVED}
     if apis is not None and (missing := [a for a in others if a not in found]):
         raise ConfigError(
             f"{client.display_url} does not serve the {TITLES[missing[0]]} API "
-            f"(POST {ROUTES[missing[0]]} answered 404): leave {missing[0]} out of --api"
+            f"(POST {ROUTES[missing[0]]} answered {statuses[missing[0]]}): leave "
+            f"{missing[0]} out of --api"
         )
     chosen = API_NAMES if apis is None else apis
     run_apis = tuple(a for a in chosen if a == "chat" or a in found)
@@ -280,8 +282,12 @@ def probe_format(client: EndpointClient, model: str, api: str) -> str | None:
     return None
 
 
-def probe_api(client: EndpointClient, model: str, api: str) -> bool:
-    """Does the endpoint serve `api`? The chat probe's request through it: 404 or 405 no.
+# The statuses of a route the endpoint does not serve.
+UNSERVED = (404, 405)
+
+
+def probe_api(client: EndpointClient, model: str, api: str) -> int:
+    """The status of the chat probe's request sent through `api`: :data:`UNSERVED`, not served.
 
     Any other answer (a refusal too) means the route is there: the cases show what it does.
     """
@@ -292,7 +298,7 @@ def probe_api(client: EndpointClient, model: str, api: str) -> bool:
     }
     result = client.chat(request, label=str(Label(PROBE, api)), keep_persistent_5xx=True, api=api)
     refuse_redirect(client, result, ROUTES[api])
-    return result.status not in (404, 405)
+    return result.status
 
 
 def probe_chat(client: EndpointClient, model: str, models: tuple[str, ...]) -> Capabilities:
