@@ -133,6 +133,17 @@ ROWS: tuple[Row, ...] = (
         tool_calling={"tool_choice_named_ignored"},
     ),
     _row(
+        "responses-cut-as-completed",
+        "every answer cut at its limit over Responses says it completed: accounting sees it in "
+        "every family whose cases hit a limit (chat template's one-token probes, wire's "
+        "max_tokens cases, structured output's truncation cases), and structured output's own "
+        "check sees those cut objects end with no length reason besides",
+        verifier=("--api", "chat,responses"),
+        chat_template={"length_not_reported"},
+        structured_output={"length_not_reported", "truncated_without_length"},
+        wire={"length_not_reported"},
+    ),
+    _row(
         "messages-blocks-overlap",
         "a stream of one block has nothing to overlap: K2 Thinking's answers stream a thinking "
         "block, then the text",
@@ -346,6 +357,11 @@ ROWS: tuple[Row, ...] = (
     _row("template-continues-final-assistant", chat_template={"assistant_prefill"}),
     _row("partial-prefill-ignored", profile="small", chat_template={"partial_prefill_ignored"}),
     _row("prompt-tokens-skew:+3", chat_template={"prompt_tokens_skew"}),
+    _row(
+        "count-tokens-drops-tools",
+        verifier=("--api", "chat,messages,responses"),
+        chat_template={"count_tokens_disagrees"},
+    ),
     _row("tokenizer-nfkc-normalises-input", tokenizer={"input_normalised"}),
     _row(
         "tokenizer-old-vocab",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Any
 
@@ -128,6 +129,47 @@ def test_fewer_billed_than_delivered_is_a_mismatch(kimi: Profile) -> None:
     assert [f.code for f in findings] == ["completion_tokens_mismatch"]
     _, findings = account(kimi, ASKED, _answer("Hello there!", billed=found.tokens + 1))
     assert [f.code for f in findings] == ["undelivered_tokens"]
+
+
+@pytest.mark.parametrize(
+    ("api", "where", "said"),
+    [
+        ("chat", "$.choices[0].finish_reason", "finish_reason 'stop'"),
+        ("messages", "$.stop_reason", "stop_reason 'end_turn'"),
+        ("responses", "$.status", "status 'completed'"),
+    ],
+)
+def test_an_answer_that_stopped_at_its_limit_but_says_it_ended_is_length_not_reported(
+    kimi: Profile, api: str, where: str, said: str
+) -> None:
+    text = "Hello there"
+    limit = len(kimi.tokenizer.encode_ordinary(text))
+    asked = {**ASKED, "max_tokens": limit}
+    answer = dataclasses.replace(_answer(text, billed=limit), api=api)
+    found, findings = account(kimi, asked, answer, "non-stream")
+    assert [(f.code, f.json_path, f.actual, f.expected) for f in findings] == [
+        ("length_not_reported", where, said, {"limit": limit, "tokens": limit + 1})
+    ]
+    # The bill is accounted as the cut answer's: no billing finding beside it.
+    assert found is not None and found.reasons == ("length",)
+
+
+def test_without_the_limit_s_evidence_a_short_bill_stays_a_mismatch(kimi: Profile) -> None:
+    """No limit, a limit the answer fits with its end token, a bill past the limit, a stop
+    sequence asked, two choices: nothing singles out a misreported end."""
+    text = "Hello there"
+    cut = len(kimi.tokenizer.encode_ordinary(text))
+    asked = [
+        (ASKED, cut),
+        ({**ASKED, "max_tokens": cut + 1}, cut),
+        ({**ASKED, "max_tokens": cut - 1}, cut),
+        ({**ASKED, "max_tokens": cut, "stop": ["###"]}, cut - 4),
+    ]
+    for request, bill in asked:
+        _, findings = account(kimi, request, _answer(text, billed=bill))
+        assert [f.code for f in findings] == ["completion_tokens_mismatch"], request
+    _, findings = account(kimi, {**ASKED, "max_tokens": cut}, _answer(text, billed=cut, choices=2))
+    assert [f.code for f in findings] == ["completion_tokens_mismatch"]
 
 
 @settings(max_examples=60, deadline=None)

@@ -14,11 +14,12 @@ from hypothesis import strategies as st
 
 from tests.test_scorecard import HEADER, record
 from verifier.cases.corpus import Case, Corpus
+from verifier.checks.chat_template import count_route_findings
 from verifier.checks.registry import FAMILIES, RunContext
 from verifier.config import RunConfig, api_list
 from verifier.outcome import CaseRecord, Status
 from verifier.protocol.answers import ChatResult
-from verifier.protocol.apis import API_NAMES, NotExpressible, protocol_of
+from verifier.protocol.apis import API_NAMES, COUNT_ROUTES, NotExpressible, protocol_of
 from verifier.protocol.requests import Chat, Exchange
 from verifier.run.executor import run_case
 from verifier.scorecard.build import TranscriptSummary, build_scorecard
@@ -189,3 +190,62 @@ def test_a_structured_case_not_sent_is_no_silent_acceptance() -> None:
     summary = summarize([CaseRecord.from_dict(r) for r in (sent, unsent)], None)
     assert summary["silent_acceptance"] == []
     assert summary["keywords"]["enum"]["cases"] == 1
+
+
+def _counted(status: int, body: Any) -> ChatResult:
+    return ChatResult(stream=False, status=status, body=body)
+
+
+@given(st.integers(0, 10_000), st.integers(-3, 3))
+def test_a_counting_route_must_say_what_the_answer_billed(billed: int, off: int) -> None:
+    said = max(billed + off, 0)
+    findings = count_route_findings(_counted(200, {"input_tokens": said}), billed)
+    if said == billed:
+        assert findings == []
+    else:
+        assert [(f.code, f.expected, f.actual) for f in findings] == [
+            ("count_tokens_disagrees", billed, said)
+        ]
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "actual", "said"),
+    [
+        (500, {"error": {"message": "boom"}}, 500, "answered HTTP 500 (boom)"),
+        (400, "not json", 400, "answered HTTP 400;"),
+        (200, {"object": "response.input_tokens"}, None, "answered with no input_tokens count"),
+        (200, {"input_tokens": True}, True, "answered with no input_tokens count"),
+    ],
+)
+def test_a_counting_route_that_gives_no_count_disagrees_with_the_bill(
+    status: int, body: Any, actual: Any, said: str
+) -> None:
+    (finding,) = count_route_findings(_counted(status, body), 12)
+    assert (finding.code, finding.expected, finding.actual) == (
+        "count_tokens_disagrees",
+        12,
+        actual,
+    )
+    assert said in finding.message
+
+
+@pytest.mark.parametrize("api", sorted(COUNT_ROUTES))
+def test_a_counting_routes_body_is_the_requests_prompt_and_nothing_else(api: str) -> None:
+    chat = {
+        "model": "m",
+        "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}],
+        "tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}],
+        "tool_choice": "auto",
+        "max_tokens": 1,
+        "temperature": 0,
+    }
+    protocol = protocol_of(api)
+    assert protocol.count_body is not None
+    request = protocol.request_body(chat, stream=False)
+    counted = protocol.count_body(request)
+    prompt = {"messages": ("model", "system", "messages", "tools", "tool_choice")}.get(
+        api, ("model", "instructions", "input", "tools", "tool_choice")
+    )
+    assert set(counted) == {key for key in prompt if key in request}
+    assert {key: request[key] for key in counted} == counted
+    assert protocol_of("chat").count_body is None

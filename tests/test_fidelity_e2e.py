@@ -110,3 +110,35 @@ def test_bad_profile_is_one_line(
     assert run.returncode == 4
     lines = [line for line in run.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith(message), run.stderr
+
+
+def test_over_messages_and_responses_the_same_counts_and_the_counting_routes_agree(
+    simulator: Start, run_verifier: Run, tmp_path: Path
+) -> None:
+    """Each probe's twins bill the reference's count, and each counting route says the same.
+
+    The twins a translation cannot say are unsupported with the reason: Messages continues a
+    final assistant message (the prefill probes) and needs a thinking block's signature,
+    and Responses gives reasoning back as its own items (the reasoning-history probes).
+    """
+    url = simulator("--profile", KIMI)
+    run = run_verifier(
+        url, "--families", "chat_template", "--profile", KIMI, "--api", "chat,messages,responses"
+    )
+    assert run.returncode == 0, run.stdout[-3000:]
+    records = [r for r in run.journal() if r["type"] == "outcome" and r.get("api")]
+    assert {r["api"] for r in records} == {"messages", "responses"}
+    routed = [r for r in records if "count_route" in r["outcome"]["metrics"]]
+    assert routed, "no twin asked its counting route"
+    for record in routed:
+        metrics = record["outcome"]["metrics"]
+        assert metrics["count_route"] == metrics["actual"] == metrics["expected"], record["case"]
+    unsent = {r["case"] for r in records if r["outcome"]["status"] == "unsupported"}
+    assert {r["case"] for r in records} - unsent == {r["case"] for r in routed}
+    assert len(routed) == 2 * TEMPLATE_CASES - len(unsent)
+    per_api = run.family("chat_template")["apis"]
+    assert {api: entry["verdict"] for api, entry in per_api.items()} == {
+        "chat": "pass",
+        "messages": "pass",
+        "responses": "pass",
+    }

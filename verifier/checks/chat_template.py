@@ -25,6 +25,13 @@ by the same amount while the difference, or the ids, agree),
 not), ``rendered_prompt_differs`` (the server's text differs), else
 ``prompt_tokens_mismatch``; the hypotheses consistent with the observations are
 listed with it.
+
+Over the other APIs (Anthropic Messages, OpenAI Responses) the same conversations are sent
+through the API's own request (a system message as Messages' top-level ``system``, and so
+on) and must bill the same count; the API's token-counting route
+(``/messages/count_tokens``, ``/responses/input_tokens``) is asked too, and must say what the
+answer billed: ``count_tokens_disagrees`` (another count, an error, or no count). A route the
+endpoint does not serve (404, 405) is recorded in the case's metrics, not graded.
 """
 
 from __future__ import annotations
@@ -33,9 +40,10 @@ from collections import Counter
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..outcome import CaseRecord, Outcome
+from ..outcome import CaseRecord, Finding, Outcome
 from ..protocol.answers import ChatResult
-from ..protocol.requests import Chat, Exchange
+from ..protocol.apis import API_NAMES, UNSERVED
+from ..protocol.requests import Chat, Count, Exchange
 from ..reference.template import TemplateError
 from .registry import family
 from .support.common import agreement, excerpt, unsupported
@@ -50,13 +58,17 @@ if TYPE_CHECKING:
     from .registry import RunContext
 
 
-def _prompt_tokens(
-    ctx: RunContext, conversation: Conversation, name: str
-) -> Generator[Chat, ChatResult, int]:
+def _body(ctx: RunContext, conversation: Conversation) -> dict[str, Any]:
     body = ctx.request(messages=list(conversation.messages), max_tokens=1)
     if conversation.tools:
         body["tools"] = list(conversation.tools)
-    result = yield Chat(body, name)
+    return body
+
+
+def _prompt_tokens(
+    ctx: RunContext, conversation: Conversation, name: str
+) -> Generator[Chat, ChatResult, int]:
+    result = yield Chat(_body(ctx, conversation), name)
     if not result.ok:
         raise Rejected(result)
     value = counted(result, name)
@@ -91,12 +103,53 @@ def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None)
 
 
 def cost(case: Case) -> float:
-    """One request, two when the case compares with a baseline conversation.
+    """One request, two when the case compares with a baseline conversation; one more to count.
 
-    The endpoint's ids and text are fetched only when a count is off (or where a template
-    route renders every conversation): a correct vendor's run sends no more.
+    A twin over an API with a counting route asks that route too. The endpoint's ids and text
+    are fetched only when a count is off (or where a template route renders every
+    conversation): a correct vendor's run sends no more.
     """
-    return 2.0 if "baseline" in case.data else 1.0
+    return (2.0 if "baseline" in case.data else 1.0) + (case.api != "chat")
+
+
+def count_route_findings(result: ChatResult, billed: int) -> list[Finding]:
+    """The counting route's answer against the input tokens the API's answer billed (pure).
+
+    Call it with a served route's answer (not :data:`~verifier.protocol.apis.UNSERVED`).
+    """
+    body = result.body if isinstance(result.body, dict) else {}
+    count = body.get("input_tokens")
+    if not result.ok:
+        error = body.get("error")
+        message = error.get("message") if isinstance(error, dict) else None
+        how = f"answered HTTP {result.status}" + (f" ({message!s:.120})" if message else "")
+    elif not isinstance(count, int) or isinstance(count, bool):
+        how = f"answered with no input_tokens count: {excerpt(str(result.body), 120)}"
+    elif count != billed:
+        how = f"says {count} input tokens"
+    else:
+        return []
+    return [
+        Finding(
+            "count_tokens_disagrees",
+            f"the API's counting route {how}; the answer to the same request billed {billed}",
+            "$.input_tokens",
+            expected=billed,
+            actual=count if result.ok else result.status,
+        )
+    ]
+
+
+def _counting_route(
+    ctx: RunContext, conversation: Conversation, billed: int
+) -> Generator[Count, ChatResult, tuple[list[Finding], dict[str, Any]]]:
+    """What the case's API's counting route says of `conversation`, against what was billed."""
+    result = yield Count(_body(ctx, conversation), "count")
+    if result.status in UNSERVED:
+        return [], {"count_route": f"not served (HTTP {result.status})"}
+    findings = count_route_findings(result, billed)
+    body = result.body if isinstance(result.body, dict) else {}
+    return findings, {"count_route": body.get("input_tokens") if result.ok else result.status}
 
 
 def _conversations(case: Case) -> list[Conversation]:
@@ -135,7 +188,13 @@ def _counts(
     return expected, counts
 
 
-@family("chat_template", summarize=summarize, cost=cost, needs=lambda run: ("tokenizer_endpoints",))
+@family(
+    "chat_template",
+    summarize=summarize,
+    cost=cost,
+    needs=lambda run: ("tokenizer_endpoints",),
+    apis=API_NAMES,
+)
 def run(case: Case, ctx: RunContext) -> Exchange:
     """usage.prompt_tokens against the reference, absolute and by differences; the rendering."""
     profile = ctx.profile
@@ -158,12 +217,17 @@ def run(case: Case, ctx: RunContext) -> Exchange:
             seen = yield from observe(ctx, conversation, count, name, full=off)
             observed.append((conversation, seen))
     findings = grade(profile, case.data["probe"], observed)
+    routed: dict[str, Any] = {}
+    if case.api != "chat":
+        counted_by_route, routed = yield from _counting_route(ctx, conversations[0], counts[0])
+        findings += counted_by_route
     metrics = {
         "requests": len(ctx.observed),
         "probe": case.data["probe"],
         "expected": expected[0],
         "actual": counts[0],
         "offset": counts[0] - expected[0],
+        **routed,
     }
     first = conversations[0]
     evidence = {"reference_prompt": excerpt(profile.render(first.messages, first.tools).text, 400)}

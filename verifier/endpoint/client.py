@@ -45,8 +45,8 @@ from ..errors import (
     EndpointUnreachable,
 )
 from ..protocol.answers import ChatResult, parse_body, parse_completion
-from ..protocol.apis import ANTHROPIC_VERSION, ROUTES, Protocol, protocol_of
-from ..protocol.requests import Chat, Get, Post, Raw, Request, Retry
+from ..protocol.apis import ANTHROPIC_VERSION, COUNT_ROUTES, ROUTES, Protocol, protocol_of
+from ..protocol.requests import Chat, Count, Get, Post, Raw, Request, Retry
 from .redaction import Redactor, redact_url, secret_query_values, split_credentials
 from .transcript import Transcript
 
@@ -458,6 +458,31 @@ class EndpointClient:
             url=self._shown(url),
         )
 
+    def count_tokens(self, request: dict[str, Any], *, api: str, label: str = "") -> ChatResult:
+        """POST `api`'s token-counting route with the request it renders from a chat body.
+
+        Any status is returned (a 404 means the endpoint has no such route); the answer's
+        JSON is in ``body``.
+
+        Raises:
+            EndpointError: as :meth:`post_json`.
+            NotExpressible: `api` cannot say what the chat body asks.
+            KeyError: `api` has no counting route (chat).
+        """
+        route = COUNT_ROUTES[api]
+        protocol = protocol_of(api)
+        assert protocol.count_body is not None
+        body = protocol.count_body(protocol.request_body(dict(request), stream=False))
+        read = _whole_body(parse_body)
+        return self._with_retries(
+            lambda: self._send_api(protocol, body, False, route=route, read=read),
+            body=body,
+            stream=False,
+            label=label,
+            keep_persistent_5xx=True,
+            url=f"{self.display_url}{route}",
+        )
+
     def get(self, path: str, *, label: str = "") -> ChatResult:
         """GET a path of the base URL (``/models``) or an absolute URL, parsed as JSON."""
         return self._with_retries(
@@ -497,6 +522,8 @@ class EndpointClient:
                 return self.post_json(
                     f"{self.root_url}{request.route}", dict(request.body), label=label
                 )
+            case Count():
+                return self.count_tokens(dict(request.body), api=api, label=label)
             case Get():
                 return self.get(f"{self.root_url}{request.route}", label=label)
 
@@ -506,8 +533,19 @@ class EndpointClient:
             return self.redactor.text(redact_url(url))
         return f"{self.display_url}{url}"
 
-    def _send_api(self, protocol: Protocol, body: dict[str, Any], stream: bool) -> ChatResult:
-        """POST the body to the API's route; a stream is read event by event, any other whole."""
+    def _send_api(
+        self,
+        protocol: Protocol,
+        body: dict[str, Any],
+        stream: bool,
+        *,
+        route: str | None = None,
+        read: _Reader | None = None,
+    ) -> ChatResult:
+        """POST the body to the API's route (or `route`, another of its routes).
+
+        A stream is read event by event, any other answer whole (by `read`, if given).
+        """
         headers: dict[str, str] = {}
         if protocol.api == "messages":
             # The Messages API's own headers (the key also goes as the bearer token, which
@@ -517,13 +555,13 @@ class EndpointClient:
                 headers["x-api-key"] = self._sdk.api_key
         return self._send(
             lambda: self._sdk.post(
-                ROUTES[protocol.api],
+                route or ROUTES[protocol.api],
                 body=body,
                 cast_to=httpx2.Response,
                 stream=stream,
                 options={"headers": headers},
             ),
-            _event_stream(protocol) if stream else _whole_body(protocol.parse_answer),
+            read or (_event_stream(protocol) if stream else _whole_body(protocol.parse_answer)),
         )
 
     def _send(self, respond: Callable[[], httpx2.Response], read: _Reader) -> ChatResult:

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import ConfigError, EndpointError
 from ..protocol.answers import ChatResult
-from ..protocol.apis import API_NAMES, ROUTES, TITLES
+from ..protocol.apis import API_NAMES, ROUTES, TITLES, UNSERVED
 from ..protocol.labels import PROBE, Label
 from ..protocol.logprobs import LogprobsSupport, ReferenceEndpoint
 from ..protocol.requests import drive
@@ -280,10 +280,6 @@ def probe_format(client: EndpointClient, model: str, api: str) -> str | None:
     except ValueError:
         return f"a request with {field} was answered with free text: {text[:80]!r}"
     return None
-
-
-# The statuses of a route the endpoint does not serve.
-UNSERVED = (404, 405)
 
 
 def probe_api(client: EndpointClient, model: str, api: str) -> int:

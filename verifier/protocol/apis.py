@@ -20,6 +20,10 @@ if TYPE_CHECKING:
 API_NAMES = ("chat", "messages", "responses")
 # Each API's route under the base URL (``.../v1``).
 ROUTES = {"chat": "/chat/completions", "messages": "/messages", "responses": "/responses"}
+# Each API's own token-counting route, where it has one: the prompt's input tokens, unbilled.
+COUNT_ROUTES = {"messages": "/messages/count_tokens", "responses": "/responses/input_tokens"}
+# The statuses of a route the endpoint does not serve.
+UNSERVED = (404, 405)
 # What the scorecard and messages call each API.
 TITLES = {
     "chat": "Chat Completions",
@@ -56,6 +60,8 @@ class Protocol(NamedTuple):
         parse_answer: a non-stream answer of any status, read into a ChatResult.
         accumulate: an SSE body, as the network split it, read into a ChatResult.
         read_recorded: an answer as the transcript recorded it, read again.
+        count_body: the body of the API's counting route (:data:`COUNT_ROUTES`) for one of
+            its requests: the fields that route takes; None for chat, which has no such route.
     """
 
     api: str
@@ -63,6 +69,7 @@ class Protocol(NamedTuple):
     parse_answer: Callable[[int, bytes, dict[str, str]], ChatResult]
     accumulate: Callable[..., ChatResult]
     read_recorded: Callable[..., ChatResult]
+    count_body: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
 
 _IMPORTING = threading.Lock()
@@ -95,4 +102,5 @@ def protocol_of(api: str) -> Protocol:
         module.parse_answer,
         module.accumulate,
         module.read_recorded,
+        module.count_body,
     )

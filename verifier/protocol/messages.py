@@ -147,6 +147,15 @@ def request_body(chat: Mapping[str, Any], *, stream: bool) -> dict[str, Any]:
     return body
 
 
+# The fields of a request that ``/v1/messages/count_tokens`` takes (its reference's body).
+_COUNTED = ("model", "messages", "system", "tools", "tool_choice", "thinking")
+
+
+def count_body(request: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``/v1/messages/count_tokens`` body for a Messages request: its prompt's fields."""
+    return {key: request[key] for key in _COUNTED if key in request}
+
+
 def _listed(value: Any, what: str) -> list[Any]:
     if not isinstance(value, list):
         raise _cannot(f"{what} is not a list")

@@ -85,6 +85,19 @@ class Post:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class Count:
+    """The case's API's token-counting route (``/messages/count_tokens``) for a chat `body`.
+
+    The body is rendered as the API's request, as a :class:`Chat` would be, and the route
+    is asked how many input tokens that request's prompt is; any status is answered.
+    """
+
+    body: Mapping[str, Any]
+    name: str
+    observe: bool = False
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class Get:
     """``GET`` a route of the server root (``/props``), parsed as JSON."""
 
@@ -106,7 +119,7 @@ def together(requests: Sequence[Chat], independent: bool = True) -> list[Chat]:
     return [dataclasses.replace(first, then=tuple(rest)), *rest]
 
 
-Request = Chat | Raw | Post | Get
+Request = Chat | Raw | Post | Count | Get
 # A family's conversation with the endpoint: yields requests, receives answers, returns T.
 Exchange = Generator[Request, ChatResult, Any]
 

@@ -113,6 +113,25 @@ def request_body(chat: Mapping[str, Any], *, stream: bool) -> dict[str, Any]:
     return body
 
 
+# The fields of a request that ``/v1/responses/input_tokens`` takes (its reference's body).
+_COUNTED = (
+    "model",
+    "input",
+    "instructions",
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
+    "reasoning",
+    "text",
+    "truncation",
+)
+
+
+def count_body(request: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``/v1/responses/input_tokens`` body for a Responses request: its prompt's fields."""
+    return {key: request[key] for key in _COUNTED if key in request}
+
+
 def _input(messages: Any) -> list[dict[str, Any]]:
     """The ``input`` items of a chat ``messages`` list, in order."""
     if not isinstance(messages, list):

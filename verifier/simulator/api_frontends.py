@@ -938,6 +938,32 @@ def _chunk_of(event: bytes) -> dict[str, Any] | None:
     return chunk if isinstance(chunk, dict) else None
 
 
+def cut_said_ended(answer: dict[str, Any]) -> dict[str, Any]:
+    """A chat answer (or chunk) cut by its limit said to have ended on its own."""
+    choices = answer.get("choices") or []
+    return {
+        **answer,
+        "choices": [
+            {**c, "finish_reason": "stop"} if c.get("finish_reason") == "length" else c
+            for c in choices
+        ],
+    }
+
+
+def cut_said_completed(event: bytes) -> bytes:
+    """A chat SSE event whose answer was cut said to have ended (``responses-cut-as-completed``).
+
+    The translation then gives the Response the status ``completed``, as a gateway that maps
+    every finished chat answer to it does.
+    """
+    chunk = _chunk_of(event)
+    if chunk is None or not any(
+        c.get("finish_reason") == "length" for c in chunk.get("choices") or []
+    ):
+        return event
+    return b"data: " + json.dumps(cut_said_ended(chunk)).encode("utf-8") + b"\n\n"
+
+
 class _Gateway(abc.ABC):
     """What both translators share: reading chat chunks (choice 0), writing typed SSE events.
 

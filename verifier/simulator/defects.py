@@ -169,6 +169,12 @@ RESPONSES_STREAM_UNINDEXED = _define(
     "wire",
     "streams Responses events without sequence_number, output_index or content_index",
 )
+RESPONSES_CUT_AS_COMPLETED = _define(
+    "responses-cut-as-completed",
+    "wire",
+    "over OpenAI Responses, says status completed (no incomplete_details) for an answer cut by "
+    "max_output_tokens",
+)
 PARALLEL_TOOL_CALLS_IGNORED = _define(
     "parallel-tool-calls-ignored",
     "tool_calling",
@@ -604,6 +610,12 @@ TEMPLATE_CONTINUES_FINAL_ASSISTANT = _define(
     "chat_template",
     "continues a final assistant message (llama.cpp's prefill) where the model's "
     "template closes it and opens a new answer (needs --profile)",
+)
+COUNT_TOKENS_DROPS_TOOLS = _define(
+    "count-tokens-drops-tools",
+    "chat_template",
+    "its token-counting routes (Messages' count_tokens, Responses' input_tokens) count the "
+    "prompt without its tools, which the answers bill (needs --profile)",
 )
 PROMPT_TOKENS_SKEW = _define(
     "prompt-tokens-skew",

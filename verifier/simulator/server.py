@@ -38,11 +38,14 @@ from .api_frontends import (
     api_of,
     chat_request,
     count_body,
+    cut_said_completed,
+    cut_said_ended,
     error_answer,
     stream_translator,
 )
 from .defects import (
     BAD_RESPONSE_FORMAT_500,
+    COUNT_TOKENS_DROPS_TOOLS,
     ERROR_PARAM_WRONG,
     FAULT_429,
     FAULT_500,
@@ -63,6 +66,7 @@ from .defects import (
     MESSAGES_NAMED_TOOL_CHOICE_LOST,
     MISSING_REASONING_500,
     MISSING_REASONING_HANG,
+    RESPONSES_CUT_AS_COMPLETED,
     RESPONSES_NAMED_TOOL_CHOICE_LOST,
     RESPONSES_STREAM_UNINDEXED,
     TOKENIZE_ENDPOINT_DISAGREES,
@@ -465,6 +469,8 @@ class Handler(BaseHTTPRequestHandler):
             error["error"]["param"] = rejection.param
             self._send_json(rejection.status, error)
             return
+        if self.server.defects.has(COUNT_TOKENS_DROPS_TOOLS):
+            request = {k: v for k, v in request.items() if k not in ("tools", "tool_choice")}
         tokens = path.prompt_tokens(with_declared_tools(request, self.server.policy))
         self._send_json(200, count_body(api, tokens))
 
@@ -487,8 +493,11 @@ class Handler(BaseHTTPRequestHandler):
         reply = one_token_sampled(
             request, respond(request, defects, number, path), number, perturbation
         )
+        cut_completed = self.api == "responses" and defects.has(RESPONSES_CUT_AS_COMPLETED)
         if stream:
             events = stream_events(request, reply, number, defects, path, perturbation)
+            if cut_completed:
+                events = [cut_said_completed(event) for event in events]
             translator: StreamTranslator = Verbatim()
             if self.api is not None:
                 translator = stream_translator(
@@ -510,6 +519,8 @@ class Handler(BaseHTTPRequestHandler):
         if request.get("return_token_ids") and server.tokenizer_api == "vllm":
             assert isinstance(path, PromptPath)
             body["prompt_token_ids"] = path.prompt_ids(request)
+        if cut_completed:
+            body = cut_said_ended(body)
         if self.api is not None:
             body = answer_body(self.api, body, native)
         data = json.dumps(body).encode("utf-8")

@@ -32,6 +32,12 @@ Where it does not, the comparison allows a stated bound (:data:`BOUNDS`):
 More billed than delivered beyond the bound is ``undelivered_tokens`` (the engine generated
 tokens the answer lost: a tool call dropped, reasoning swallowed, content cut); less billed
 is ``completion_tokens_mismatch``. Both carry the counts and the rendered text.
+
+An answer that says it ended on its own (chat's ``finish_reason`` ``stop``, Messages'
+``end_turn``, a Responses ``completed`` status) but whose rendering, end token included, is
+longer than the request's token limit cannot have ended on its own: when its bill is what
+the answer cut at the limit would bill, that is what happened, and the misreported end is
+``length_not_reported`` (the bill is then accounted as the cut answer's).
 """
 
 from __future__ import annotations
@@ -270,6 +276,59 @@ def accounting_findings(
     ]
 
 
+# Where each API says an answer ended on its own, and how.
+_ENDED = {
+    "chat": ("$.choices[0].finish_reason", "finish_reason 'stop'"),
+    "messages": ("$.stop_reason", "stop_reason 'end_turn'"),
+    "responses": ("$.status", "status 'completed'"),
+}
+
+
+def _limit(request: Mapping[str, Any]) -> int | None:
+    """The request's token limit, if it gives one."""
+    value = request.get("max_completion_tokens", request.get("max_tokens"))
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _cut_unreported(
+    profile: Profile,
+    request: Mapping[str, Any],
+    result: ChatResult,
+    found: Delivered,
+    used: int,
+    attempt: str | None,
+) -> tuple[Delivered, Finding] | None:
+    """The answer cut at the limit, and ``length_not_reported``, when that is what happened.
+
+    That is: one choice says it ended on its own (no stop sequence asked), what it delivered
+    with its end token is more than the limit allowed, and its bill, within the limit, is
+    the cut answer's (a bill past the limit is the limit not honoured: wire's to judge).
+    """
+    limit = _limit(request)
+    if limit is None or len(result.choices) != 1 or _stops(request):
+        return None
+    if not used <= limit < found.low:
+        return None
+    choice = result.choices[0]
+    if choice.finish_reason != "stop":
+        return None
+    cut_choice = dataclasses.replace(choice, finish_reason="length")
+    cut = delivered(profile, request, dataclasses.replace(result, choices=[cut_choice]))
+    if cut is None or not cut.low <= used <= cut.high:
+        return None
+    where, said = _ENDED.get(result.api, _ENDED["chat"])
+    return cut, Finding(
+        "length_not_reported",
+        f"the answer says it ended on its own ({said}), but what it delivered is "
+        f"{found.tokens} tokens with the end of its turn, more than the limit of {limit}: "
+        f"it was cut at the limit (it billed {used})",
+        where,
+        expected={"limit": limit, "tokens": found.tokens},
+        actual=said,
+        attempt=attempt,
+    )
+
+
 def account(
     profile: Profile, request: Mapping[str, Any], result: ChatResult, attempt: str | None = None
 ) -> tuple[Delivered | None, list[Finding]]:
@@ -282,6 +341,10 @@ def account(
     found = delivered(profile, request, result)
     if found is None or used is None:
         return found, []
+    unreported = _cut_unreported(profile, request, result, found, used, attempt)
+    if unreported is not None:
+        cut, finding = unreported
+        return cut, [finding]
     return found, accounting_findings(found, used, len(result.choices), attempt)
 
 
