@@ -42,9 +42,10 @@ NAMED = [case for case in TOOL_CHOICES if "-named-other-" in case]
 
 
 def selection() -> str:
-    """A ``-k`` expression: the trimmed tool-calling and structured-output cases."""
+    """A ``-k`` expression: the trimmed tool-calling and structured-output cases, and every
+    chat-template probe (one token each)."""
     kept = kept_cases()
-    ids = [*kept["tool_calling"], *TOOL_CHOICES, *kept["structured_output"]]
+    ids = [*kept["tool_calling"], *TOOL_CHOICES, *kept["structured_output"], "chat_template"]
     return " or ".join(ids)
 
 
@@ -57,7 +58,8 @@ def api_run(
     return verify(
         llama_server("stock").url,
         out,
-        *("--api", "messages,responses", "--families", "tool_calling,structured_output"),
+        *("--api", "messages,responses"),
+        *("--families", "tool_calling,structured_output,chat_template"),
         *("--repeats", "tool_calling=2", "--profile", KIMI_VISION_PROFILE),
         *("-k", selection()),
         timeout=1200,
@@ -117,3 +119,31 @@ def test_each_apis_answers_break_its_schema_where_the_server_leaves_fields_out(
     codes = {api: entry["metrics"]["shapes"]["codes"] for api, entry in family["apis"].items()}
     assert set(codes["messages"]) == {"chunk_shape"}
     assert set(codes["responses"]) == {"chunk_shape", "response_shape"}
+
+
+def test_the_counting_routes_say_what_each_answer_billed(api_run: VerifierRun) -> None:
+    """``/v1/messages/count_tokens`` and ``/v1/responses/input_tokens`` run the same
+    translation and tokenization as the answers: each says the count its twin billed."""
+    routed = {
+        key: outcome["metrics"]
+        for key, outcome in api_run.outcomes().items()
+        if key.startswith("chat_template/") and outcome["status"] != "unsupported"
+    }
+    assert {key.rpartition("[")[2] for key in routed} == {"messages]", "responses]"}
+    assert {key: m["count_route"] for key, m in routed.items()} == {
+        key: m["actual"] for key, m in routed.items()
+    }
+
+
+def test_an_answer_cut_at_its_limit_says_completed_over_responses(api_run: VerifierRun) -> None:
+    """Each chat-template probe asks for one token: over Messages the answer says
+    ``max_tokens`` (and passes where the count is right), over Responses ``status`` is
+    ``completed`` with no ``incomplete_details``, every time."""
+    outcomes = api_run.outcomes()
+    sent = {
+        key: {f["code"] for f in outcome["findings"]}
+        for key, outcome in outcomes.items()
+        if key.startswith("chat_template/") and outcome["status"] != "unsupported"
+    }
+    cut = {key for key, codes in sent.items() if "length_not_reported" in codes}
+    assert cut == {key for key in sent if key.endswith("[responses]")}
