@@ -156,7 +156,11 @@ def test_an_answer_that_stopped_at_its_limit_but_says_it_ended_is_length_not_rep
 
 def test_without_the_limit_s_evidence_a_short_bill_stays_a_mismatch(kimi: Profile) -> None:
     """No limit, a limit the answer fits with its end token, a bill past the limit, a stop
-    sequence asked, two choices: nothing singles out a misreported end."""
+    sequence asked, a prefill continued, two choices: nothing singles out a misreported end.
+
+    The prefill is llama-server's: it delivers the final assistant message it continued with
+    the one token it generated, the end of the turn, and says stop.
+    """
     text = "Hello there"
     cut = len(kimi.tokenizer.encode_ordinary(text))
     asked = [
@@ -164,6 +168,14 @@ def test_without_the_limit_s_evidence_a_short_bill_stays_a_mismatch(kimi: Profil
         ({**ASKED, "max_tokens": cut + 1}, cut),
         ({**ASKED, "max_tokens": cut - 1}, cut),
         ({**ASKED, "max_tokens": cut, "stop": ["###"]}, cut - 4),
+        (
+            {
+                **ASKED,
+                "messages": [*ASKED["messages"], {"role": "assistant", "content": text}],
+                "max_tokens": 1,
+            },
+            1,
+        ),
     ]
     for request, bill in asked:
         _, findings = account(kimi, request, _answer(text, billed=bill))

@@ -180,11 +180,34 @@ def test_the_main_command_grades_every_family_and_passes(tmp_path: Path) -> None
         ("messages", f"{messages}the Messages API has no logprobs (logprobs=True)"): 1,
         ("responses", f"{responses}the Responses API has no stop sequences"): 4,
         ("responses", chat_logprobs): 1,
+        # Chat template's probes over the other APIs: those chat leaves out too (partial
+        # mode; a tool-call turn without its reasoning), a prefill Messages cannot say, and
+        # histories whose reasoning neither API takes back without what it returned with it.
+        **{
+            (api, message): n
+            for api in ("messages", "responses")
+            for message, n in {
+                "unsupported: the model's contract documents no partial mode": 1,
+                f"unsupported: the conversation was {refused}"
+                "assistant tool call message at index 1": 3,
+            }.items()
+        },
+        ("messages", f"{messages}a conversation that ends with an assistant message"): 2,
+        (
+            "messages",
+            f"{messages}an assistant message's reasoning_content "
+            "(a thinking block needs its signature)",
+        ): 5,
+        (
+            "responses",
+            f"{responses}an assistant message's reasoning cannot be given back to the "
+            "Responses API",
+        ): 5,
     }
     by_api = Counter(r.get("api", "chat") for r in records)
-    assert by_api == {"chat": 670, "messages": 325, "responses": 325}
+    assert by_api == {"chat": 670, "messages": 366, "responses": 366}
     assert card["endpoint"]["apis"] == ["chat", "messages", "responses"]
-    for name in ("tool_calling", "structured_output", "wire"):
+    for name in ("chat_template", "tool_calling", "structured_output", "wire"):
         per_api = card["families"][name]["apis"]
         assert {api: entry["verdict"] for api, entry in per_api.items()} == {
             "chat": "pass",

@@ -290,6 +290,13 @@ def _limit(request: Mapping[str, Any]) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _continues(request: Mapping[str, Any]) -> bool:
+    """The request's conversation ends with an assistant message (a prefill)."""
+    messages = request.get("messages")
+    last = messages[-1] if isinstance(messages, list) and messages else None
+    return isinstance(last, Mapping) and last.get("role") == "assistant"
+
+
 def _cut_unreported(
     profile: Profile,
     request: Mapping[str, Any],
@@ -303,9 +310,12 @@ def _cut_unreported(
     That is: one choice says it ended on its own (no stop sequence asked), what it delivered
     with its end token is more than the limit allowed, and its bill, within the limit, is
     the cut answer's (a bill past the limit is the limit not honoured: wire's to judge).
+    A request that ends with an assistant message is left out: an engine that continues it
+    may deliver the prefill with the continuation (llama-server does), so what it delivered
+    is not what it generated, and an answer that ended at once looks cut.
     """
     limit = _limit(request)
-    if limit is None or len(result.choices) != 1 or _stops(request):
+    if limit is None or len(result.choices) != 1 or _stops(request) or _continues(request):
         return None
     if not used <= limit < found.low:
         return None
