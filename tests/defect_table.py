@@ -456,8 +456,9 @@ ROWS: tuple[Row, ...] = (
     ),
     # Transport faults: retried and absorbed, never a vendor's conformance code.
     _fault("http-500-every-3rd"),
-    # Each third request waits its Retry-After second: the wire family alone.
-    _fault("http-429-retry-after", families=("wire",)),
+    # Each third request waits its Retry-After second: the wire family alone, eight cases in
+    # flight so that the waits overlap (94 s one at a time, 14 s so).
+    _fault("http-429-retry-after", "--concurrency", "8", families=("wire",)),
     _fault("fault-429:0.3"),
     _fault("fault-500:0.3"),
     _fault("fault-timeout:0.02", "--timeout", "2"),
