@@ -139,8 +139,9 @@ ROWS: tuple[Row, ...] = (
         "max_tokens cases, structured output's truncation cases), and structured output's own "
         "check sees those cut objects end with no length reason besides; the two prefill "
         "probes are left to the bill (an engine may deliver the message it continued, so "
-        "their length says nothing of the limit): one token billed for a token and the end "
-        "of its turn is completion_tokens_mismatch",
+        "their length says nothing of the limit): their one-token answers said completed, "
+        "billed one token where the answer and the end of its turn are two, which is "
+        "completion_tokens_mismatch",
         verifier=("--api", "chat,responses"),
         chat_template={"length_not_reported", "completion_tokens_mismatch"},
         structured_output={"length_not_reported", "truncated_without_length"},
