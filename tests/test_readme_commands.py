@@ -214,6 +214,19 @@ def test_the_main_command_grades_every_family_and_passes(tmp_path: Path) -> None
             "messages": "pass",
             "responses": "pass",
         }
+    # The same request gives the same answer through every API: each case's twins agree.
+    markdown = (tmp_path / "verifier-out" / "scorecard.md").read_text()
+    for name, pairs in (("tool_calling", 300), ("structured_output", 211)):
+        family = card["families"][name]
+        assert {r["name"]: r["differing"] for r in family["rulings"]} == {
+            f"cross_api {kind}": 0 for kind in family["metrics"]["cross_api"]["by_kind"]
+        }
+        assert family["metrics"]["cross_api"]["pairs"] == pairs
+        assert (
+            f"- across APIs (chat, messages, responses): the same answer in 1.000 "
+            f"[{family['metrics']['cross_api']['agreement']['interval'][0]:.3f}, 1.000] of "
+            f"{pairs} twin pairs\n"
+        ) in markdown
     # The gate passes the clean vendor too, with the profile and without one (over chat
     # alone: the gate reads each family's entry, whatever the APIs it ran over).
     with_profile = shell(MAIN.replace("8111", port) + " --api chat --gate --out gated", tmp_path)

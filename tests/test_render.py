@@ -8,9 +8,11 @@ from typing import Any
 
 from tests.compare_cards import family, scorecard, structured_metrics, tool_metrics
 from verifier import resources
+from verifier.checks.support.cross_api import TOOL_KINDS, agreement, calls_answer
 from verifier.compare.inputs import Input
 from verifier.compare.tables import Comparison, Signature, SignatureState
 from verifier.compare.views import build_comparison
+from verifier.outcome import CaseRecord, Outcome, Status
 from verifier.render.comparison_html import render_comparison_html
 from verifier.render.comparison_markdown import render_comparison_markdown
 from verifier.render.markdown import code, code_block, escape
@@ -383,3 +385,20 @@ def test_a_recording_is_shown_as_recorded_everywhere_and_never_as_a_pass() -> No
     assert "RECORDED (24 recorded, nothing compared)" in render_comparison_markdown(comparison)
     page = render_comparison_html(comparison)
     assert re.search(r'<td class="[^"]*recorded[^"]*"[^>]*>RECORDED \(24 recorded', page), page
+
+
+def test_scorecard_markdown_says_how_often_the_apis_gave_the_same_answer() -> None:
+    _, card = vendors()
+    records = [
+        CaseRecord(f"tool_calling/a{suffix}", "tool_calling", Outcome(Status.PASS, metrics=m), api)
+        for suffix, api, m in (
+            ("", "chat", {"answer": calls_answer([("f", {"x": 1})], 10)}),
+            ("[messages]", "messages", {"answer": calls_answer([("f", {"x": 2})], 10)}),
+        )
+    ]
+    card["families"]["tool_calling"]["metrics"].update(agreement(records, TOOL_KINDS))
+    markdown = render_scorecard_markdown(card)
+    assert (
+        "- across APIs (chat, messages): the same answer in 0.000 [0.000, 0.793] of 1 twin "
+        "pairs; differ in arguments ×1\n"
+    ) in markdown

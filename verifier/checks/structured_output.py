@@ -47,6 +47,7 @@ from .support.common import (
     schema_findings,
     unsupported,
 )
+from .support.cross_api import JSON_KINDS, agreement, json_answer
 from .support.evidence import evidence_findings
 from .support.paired import case_outcome, paired_accuracy
 
@@ -214,7 +215,8 @@ def _with_rates(table: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The per-keyword matrix, the modes, malformed and truncation handling (pure)."""
+    """Keywords, modes, malformed and truncation handling, agreement across APIs (pure)."""
+    records = list(records)
     keywords: dict[str, dict[str, Any]] = {}
     modes: dict[str, dict[str, Any]] = {}
     violated: Counter[str] = Counter()
@@ -263,6 +265,12 @@ def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None)
         "modes": _with_rates(modes),
         "malformed": malformed,
         "truncation": truncation,
+        # Only constrained cases have one answer to compare: truncation and malformed cases
+        # are held to how they end or are refused.
+        **agreement(
+            (r for r in records if r.outcome.metrics.get("kind", "constrained") == "constrained"),
+            JSON_KINDS,
+        ),
     }
 
 
@@ -278,6 +286,12 @@ def _evidence(result: ChatResult, name: str) -> dict[str, Any]:
         "content": excerpt(choice.content if choice else None),
         "finish_reason": choice.finish_reason if choice else None,
     }
+
+
+def _answer(result: ChatResult) -> dict[str, Any]:
+    """An answer's JSON value for the cross-API comparison; none when it is not JSON."""
+    parsed = parse_json_output(result.choice.content if result.choice else None)
+    return {"answer": json_answer(parsed.value)} if parsed.found else {}
 
 
 def _cut_outcome(cut: int, repeats: int, metrics: Mapping[str, Any]) -> Outcome:
@@ -328,6 +342,8 @@ def run(case: Case, ctx: RunContext) -> Exchange:
     findings: list[Finding] = []
     valid = cut = 0
     evidence: dict[str, Any] = {}
+    # The first whole answer, for the cross-API comparison.
+    answer: dict[str, Any] | None = None
     base = {"keyword": data["keyword"], "kind": kind_of(case), "mode": mode_of(case)}
     asked = [
         Chat(request, f"{'stream' if stream else 'non-stream'}-{n}", stream=stream)
@@ -346,12 +362,15 @@ def run(case: Case, ctx: RunContext) -> Exchange:
         findings.extend(found)
         evidence = evidence or (_evidence(result, name) if found else {})
         valid += not found
+        if answer is None and not ctx.sampled and base["kind"] == "constrained":
+            answer = _answer(result)
     metrics = {
         **base,
         "requests": repeats,
         "accepted": True,
         "valid": valid,
         "violated": _violated(findings),
+        **(answer or {}),
     }
     if cut and not findings:
         return _cut_outcome(cut, repeats, metrics)

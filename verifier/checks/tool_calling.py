@@ -46,6 +46,7 @@ from ..protocol.requests import Chat, Exchange, together
 from ..stats import rate
 from .registry import family
 from .support.common import excerpt, rejected, schema_findings, unsupported
+from .support.cross_api import TOOL_KINDS, agreement, calls_answer
 from .support.evidence import NO_PROMPT_TOKENS, evidence_findings, prompt_tokens
 from .support.paired import case_outcome, paired_accuracy
 from .support.tool_matching import calls_of, compare_calls, parse_arguments, signature
@@ -415,7 +416,8 @@ def _evidence(result: ChatResult, name: str) -> dict[str, Any]:
 
 
 def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Sub-metrics of the family, with intervals, and agreement with a baseline (pure)."""
+    """Sub-metrics with intervals, agreement with a baseline and across APIs (pure)."""
+    records = list(records)
     graded = [r for r in records if r.status in ("pass", "fail")]
     metrics = [r.outcome.metrics for r in graded]
     total = sum(m.get("requests", 0) for m in metrics)
@@ -459,6 +461,7 @@ def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None)
         },
         "decisions": decisions,
     }
+    summary.update(agreement(records, TOOL_KINDS))
     if baseline is not None:
         summary["baseline"] = baseline_agreement(
             decisions, baseline.get("metrics", {}).get("decisions", {})
@@ -564,7 +567,15 @@ class _Repeats:
             "called": called,
             "accurate": None if self.quality is None else not self.quality,
             "quality": sorted({f.code for f in self.quality or []}),
-        }
+        } | self.answer(sampled, identical)
+
+    def answer(self, sampled: bool, identical: bool) -> dict[str, Any]:
+        """The first answer, for the cross-API comparison: greedy repeats that agree only."""
+        first = self.first
+        if sampled or not identical or first is None or first.choice is None:
+            return {}
+        calls = ((c.name or "", c.arguments) for c in calls_of(first.choice))
+        return {"answer": calls_answer(calls, prompt_tokens(first))}
 
 
 def verdict(found: _Repeats, metrics: dict[str, Any]) -> Outcome:

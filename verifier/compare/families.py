@@ -537,9 +537,16 @@ def reasoning(entries: Entries) -> View:
 def ruling_text(ruling: Mapping[str, Any]) -> str:
     """``different after 12 prompts (60 requests)``: a ruling as it reads in a cell or line.
 
-    A ruling by sampling says so, with its p-value and the shift it resolves.
+    A ruling by sampling says so, with its p-value and the shift it resolves; one across APIs
+    says how many of its twin pairs differ (``different: 3 of 120 twin pairs differ across
+    chat, messages``).
     """
     outcome = "not enough evidence" if ruling["outcome"] == "undecided" else ruling["outcome"]
+    if "across" in ruling:
+        return (
+            f"{outcome}: {ruling['differing']} of {ruling['pairs']} twin pairs differ across "
+            f"{', '.join(ruling['across'])}"
+        )
     text = (
         f"{outcome} after {ruling.get('prompts', 0)} prompts ({ruling.get('requests', 0)} requests)"
     )

@@ -78,6 +78,7 @@ def _family_lines(name: str, family: Mapping[str, Any]) -> list[str]:
     lines += [f"- {escape(row.label)}: {escape(row.cells[0].text)}" for row in key]
     # The key row holds the family's paired difference; the categories that moved follow it.
     lines += [f"  - {escape(line.strip())}" for line in paired_lines(family["metrics"])[1:]]
+    lines += _cross_api_lines(family.get("metrics", {}).get("cross_api"))
     codes = family.get("codes") or {}
     if codes:
         lines.append("- failure codes: " + ", ".join(f"{code(c)} ×{n}" for c, n in codes.items()))
@@ -100,6 +101,27 @@ def _family_lines(name: str, family: Mapping[str, Any]) -> list[str]:
             for title, row in short
         ]
     return [*lines, ""]
+
+
+def _cross_api_lines(compared: Mapping[str, Any] | None) -> list[str]:
+    """The agreement of the cases' twins across APIs, and each kind that differs."""
+    if not compared:
+        return []
+    apis = ", ".join(compared["apis"])
+    agreement = compared["agreement"]
+    if not compared["pairs"]:
+        return [f"- across APIs ({escape(apis)}): no twin pair compared"]
+    line = (
+        f"- across APIs ({escape(apis)}): the same answer in "
+        f"{interval_text(agreement['rate'], tuple(agreement['interval']))} of "
+        f"{compared['pairs']} twin pairs"
+    )
+    differ = [
+        f"{kind} ×{figures['trials'] - figures['successes']}"
+        for kind, figures in compared["by_kind"].items()
+        if figures["successes"] < figures["trials"]
+    ]
+    return [line + (f"; differ in {escape(', '.join(differ))}" if differ else "")]
 
 
 def _is_inline(value: Any) -> bool:

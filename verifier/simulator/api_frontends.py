@@ -950,6 +950,48 @@ def cut_said_ended(answer: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
+def _escaped_twice(text: str) -> str:
+    # In JSON text a non-ASCII character can only be inside a string: there, "\\u00e9" is
+    # the six characters \u00e9, not the character.
+    return _NON_ASCII.sub(lambda m: f"\\\\u{ord(m.group()):04x}", text)
+
+
+def arguments_escaped(answer: dict[str, Any]) -> dict[str, Any]:
+    """A chat answer (or chunk) whose calls' arguments are escaped twice.
+
+    ``translated-arguments-escaped``: the translation then gives those arguments to the other
+    API as it got them, as a gateway that escapes a string already escaped does.
+    """
+    choices = []
+    for choice in answer.get("choices") or []:
+        part = choice.get("message") or choice.get("delta") or {}
+        calls = part.get("tool_calls")
+        if not calls:
+            choices.append(choice)
+            continue
+        escaped = [
+            {**call, "function": {**fn, "arguments": _escaped_twice(fn["arguments"])}}
+            if isinstance(fn := call.get("function"), dict) and isinstance(fn.get("arguments"), str)
+            else call
+            for call in calls
+        ]
+        key = "message" if "message" in choice else "delta"
+        choices.append({**choice, key: {**part, "tool_calls": escaped}})
+    return {**answer, "choices": choices}
+
+
+def arguments_escaped_event(event: bytes) -> bytes:
+    """A chat SSE event with its calls' arguments escaped twice (see :func:`arguments_escaped`)."""
+    chunk = _chunk_of(event)
+    escaped = chunk if chunk is None else arguments_escaped(chunk)
+    if escaped == chunk:
+        return event
+    return b"data: " + json.dumps(escaped).encode("utf-8") + b"\n\n"
+
+
 def cut_said_completed(event: bytes) -> bytes:
     """A chat SSE event whose answer was cut said to have ended (``responses-cut-as-completed``).
 

@@ -175,6 +175,13 @@ RESPONSES_CUT_AS_COMPLETED = _define(
     "over OpenAI Responses, says status completed (no incomplete_details) for an answer cut by "
     "max_output_tokens",
 )
+TRANSLATED_ARGUMENTS_ESCAPED = _define(
+    "translated-arguments-escaped",
+    "tool_calling",
+    "over Anthropic Messages and OpenAI Responses, gives each non-ASCII character of a tool "
+    "call's arguments as the literal text \\uXXXX (escaped twice), where chat completions "
+    "gives the character",
+)
 PARALLEL_TOOL_CALLS_IGNORED = _define(
     "parallel-tool-calls-ignored",
     "tool_calling",

@@ -36,6 +36,8 @@ from .api_frontends import (
     Verbatim,
     answer_body,
     api_of,
+    arguments_escaped,
+    arguments_escaped_event,
     chat_request,
     count_body,
     cut_said_completed,
@@ -70,6 +72,7 @@ from .defects import (
     RESPONSES_NAMED_TOOL_CHOICE_LOST,
     RESPONSES_STREAM_UNINDEXED,
     TOKENIZE_ENDPOINT_DISAGREES,
+    TRANSLATED_ARGUMENTS_ESCAPED,
     VISION_INVALID_IMAGE_500,
     WEIGHTS_PERTURBED,
     Defect,
@@ -494,10 +497,13 @@ class Handler(BaseHTTPRequestHandler):
             request, respond(request, defects, number, path), number, perturbation
         )
         cut_completed = self.api == "responses" and defects.has(RESPONSES_CUT_AS_COMPLETED)
+        escaped = self.api is not None and defects.has(TRANSLATED_ARGUMENTS_ESCAPED)
         if stream:
             events = stream_events(request, reply, number, defects, path, perturbation)
             if cut_completed:
                 events = [cut_said_completed(event) for event in events]
+            if escaped:
+                events = [arguments_escaped_event(event) for event in events]
             translator: StreamTranslator = Verbatim()
             if self.api is not None:
                 translator = stream_translator(
@@ -521,6 +527,8 @@ class Handler(BaseHTTPRequestHandler):
             body["prompt_token_ids"] = path.prompt_ids(request)
         if cut_completed:
             body = cut_said_ended(body)
+        if escaped:
+            body = arguments_escaped(body)
         if self.api is not None:
             body = answer_body(self.api, body, native)
         data = json.dumps(body).encode("utf-8")
