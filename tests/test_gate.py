@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import VerifierRun
+from tests.conftest import KIMI_PROFILE, VerifierRun
 from verifier import resources
 from verifier.config import FAMILY_NAMES
 from verifier.errors import ConfigError
@@ -161,6 +161,10 @@ def test_thresholds_layer_defaults_profile_then_file(tmp_path: Path) -> None:
         ("[wire]\nrequire = 1\n", "require = 1 has the wrong type"),
         ("[wire]\nmin_graded = true\n", "min_graded = True has the wrong type"),
         ("wire = 1\n", "[wire] must be a table of thresholds"),
+        ("[wire]\nchat = 1\n", "[wire.chat] must be a table of thresholds"),
+        ("[wire.chat]\nrequire = true\n", "[wire.chat] require: not set per API"),
+        ("[wire.chat]\nmin_scor = 1\n", "[wire.chat] min_scor: unknown threshold (did you"),
+        ("[wire.chat]\nmin_score = 2\n", "[wire.chat] min_score = 2 is a share"),
         ("[wire\n", "is not TOML"),
     ],
 )
@@ -172,6 +176,51 @@ def test_a_bad_thresholds_file_is_one_line_naming_it(
         load_thresholds(file, None, FAMILY_NAMES)
     assert message in str(error.value)
     assert "gate.toml" in str(error.value) and "\n" not in str(error.value)
+
+
+def test_an_api_s_table_adds_to_the_lower_layers_and_names_the_api(tmp_path: Path) -> None:
+    profile = {"wire": {"messages": {"min_score": 0.9, "min_graded": 3}}}
+    file = write(tmp_path / "gate.toml", "[default.messages]\nmin_score = 0.8\n")
+    thresholds, _ = load_thresholds(file, profile, FAMILY_NAMES)
+    # The file's [default.messages] comes after the profile's [wire.messages]: it wins where
+    # both say, and the profile's other threshold stays.
+    assert thresholds["wire"]["messages"] == {"min_score": 0.8, "min_graded": 3}
+    assert thresholds["tokenizer"]["messages"] == {"min_score": 0.8}
+
+
+def over_apis(**apis: dict[str, Any]) -> dict[str, Any]:
+    """A family entry over several APIs (the counts and score of their union)."""
+    passed = sum(e["counts"]["pass"] for e in apis.values())
+    failed = sum(e["counts"]["fail"] for e in apis.values())
+    family = entry(passed, failed)
+    family["apis"] = apis
+    return family
+
+
+def test_thresholds_that_name_an_api_gate_each_api_s_cases() -> None:
+    family = over_apis(chat=entry(20), messages=entry(18, 2))
+    # Without an API's table the family's entry over all APIs is held to the thresholds.
+    assert missed(family, **DEFAULTS) == ["min_score"]
+    # With one, each API is held to the case thresholds, that API to its own table.
+    loose = {**DEFAULTS, "messages": {"min_score": 0.9}}
+    assert family_gate(family, loose)["passed"] is True
+    assert set(family_gate(family, loose)["apis"]) == {"chat", "messages"}
+    strict = {**DEFAULTS, "messages": {"min_score": 0.95}, "chat": {"min_graded": 30}}
+    gate = family_gate(family, strict)
+    assert [(m["threshold"], m["limit"], m["actual"]) for m in gate["missed"]] == [
+        ("chat min_graded", 30, 20),
+        ("messages min_score", 0.95, 0.9),
+    ]
+    # The family's own entry keeps what is not per API: its rulings across APIs among them.
+    family["rulings"] = [
+        {"name": "cross_api tool", "outcome": "different", "verdict": "fail", "across": []}
+    ]
+    assert missed(family, **loose) == ["ruling cross_api tool"]
+    # An API the family did not run over is not gated, and says so.
+    once = family_gate({**entry(20), "api": "messages"}, {**DEFAULTS, "responses": {}})
+    assert once["passed"] is True
+    assert once["apis"]["responses"]["why"] == "not run over this API"
+    assert once["apis"]["messages"]["gated"] is True
 
 
 def test_a_missing_thresholds_file_says_so(tmp_path: Path) -> None:
@@ -226,6 +275,30 @@ def test_looser_thresholds_pass_a_run_with_failures(
     assert gated(run)["source"] == f"file {loose}"
     without = run_verifier(url, *FAMILIES)
     assert without.returncode == 1 and "gate" not in without.scorecard
+
+
+@pytest.mark.slow
+def test_the_gate_names_the_api_whose_cases_miss_its_thresholds(
+    simulator: Start, run_verifier: Run, tmp_path: Path
+) -> None:
+    """Over Responses an answer cut at its limit says it completed: with a table per API, the
+    gate says the Responses cases missed min_score, and the chat cases met it."""
+    per_api = write(tmp_path / "gate.toml", "[wire.chat]\n[wire.responses]\nmin_graded = 5\n")
+    url = simulator("--profile", KIMI_PROFILE, "--defect", "responses-cut-as-completed")
+    run = run_verifier(
+        url,
+        *("--families", "wire", "--api", "chat,responses", "--profile", KIMI_PROFILE),
+        *("--gate-thresholds", str(per_api)),
+    )
+    assert run.returncode == 1
+    wire = gated(run)["families"]["wire"]
+    assert {api: g["passed"] for api, g in wire["apis"].items()} == {
+        "chat": True,
+        "responses": False,
+    }
+    assert [m["threshold"] for m in wire["missed"]] == ["responses min_score"]
+    assert gated(run)["thresholds"]["wire"]["responses"] == {"min_graded": 5}
+    assert "  wire: responses min_score 1.0 missed (actual 0.571" in run.stdout
 
 
 @pytest.mark.slow

@@ -51,4 +51,9 @@ def summary_lines(gate: GateVerdict) -> list[str]:
         ]
         if not result["gated"] and result["passed"]:
             lines.append(f"  {name}: not gated ({result['why']})")
+        lines += [
+            f"  {name}: {api} not gated ({api_result['why']})"
+            for api, api_result in result.get("apis", {}).items()
+            if not api_result["gated"]
+        ]
     return lines

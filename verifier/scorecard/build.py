@@ -277,6 +277,9 @@ def _families(
             continue
         entry = summarize_family(items, baseline_families.get(name), summarizers.get(name))
         by_api = _by_api(items)
+        if len(by_api) == 1 and "chat" not in by_api:
+            # One API, not chat: say which (the gate's API tables read it).
+            entry["api"] = next(iter(by_api))
         if len(by_api) > 1:
             # The family over all its APIs above; each API's own entry beside it.
             entry["apis"] = {

@@ -19,9 +19,17 @@ setting, overridden by a TOML file (``--gate-thresholds FILE``)::
     # by category ("each" is every category) when categories need their own margin.
     max_accuracy_drop = 0.05            # or { all = 0.05, parallel = 0.2, each = 0.3 }
 
+    [tool_calling.messages]  # the family's cases over one API (chat, messages, responses)
+    min_score = 0.95
+
 A family that is inconclusive (too many transport errors, too few graded
 cases) fails the gate; it never passes it. So does an accuracy comparison that is
 inconclusive, or that has no baseline to compare with.
+
+Thresholds that name an API gate a family per API: each API the family ran over is held to
+the family's case thresholds (:data:`PER_API`) with that API's table on top, and the family's
+entry over all its APIs only to the rest (its rulings across APIs, ``require``, speed,
+accuracy against the baseline).
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ from pathlib import Path
 from typing import Any, NotRequired, TypedDict
 
 from ..errors import ConfigError
+from ..protocol.apis import API_NAMES
 
 
 class Missed(TypedDict):
@@ -47,7 +56,9 @@ class FamilyGate(TypedDict):
     """The gate's verdict on one family.
 
     ``gated`` is False for a family that was not run, unsupported or only recorded (``why``
-    says which); ``accuracy`` holds max_accuracy_drop's rulings when that threshold is set.
+    says which); ``accuracy`` holds max_accuracy_drop's rulings when that threshold is set;
+    ``apis`` the gate of each API's entry when the thresholds name an API (their misses are
+    also in ``missed``, each threshold named after its API).
     """
 
     gated: bool
@@ -55,6 +66,7 @@ class FamilyGate(TypedDict):
     missed: list[Missed]
     why: NotRequired[str]
     accuracy: NotRequired[list[dict[str, Any]]]
+    apis: NotRequired[dict[str, FamilyGate]]
 
 
 class GateVerdict(TypedDict):
@@ -86,6 +98,9 @@ THRESHOLDS: dict[str, type[int] | tuple[type[int], type[float]]] = {
     # (a share), per family ("all") and category; a number, or a table by category.
     "max_accuracy_drop": (int, float),
 }
+# The thresholds on a family's cases, which an API's table may set for that API's cases alone;
+# the others (require, speed, accuracy against the baseline) are the family's over all APIs.
+PER_API = ("min_score", "max_error_rate", "min_graded", "max_silent_acceptance", "min_pass_k")
 # Conformance by default: no failed check, few transport errors, enough cases to judge.
 # pass^k depends on the model as much as on the serving: set it from a reference run.
 DEFAULTS: dict[str, Any] = {"min_score": 1.0, "max_error_rate": 0.05, "min_graded": 10}
@@ -138,27 +153,51 @@ def _checked(table: Any, where: str, families: tuple[str, ...]) -> dict[str, dic
             )
         if not isinstance(values, Mapping):
             raise ConfigError(f"{where}: [{section}] must be a table of thresholds")
-        for key, value in values.items():
-            if key == "max_accuracy_drop":
-                _accuracy_limit(value, where, str(section))
-                continue
-            kind = THRESHOLDS.get(key)
-            if kind is None:
-                close = difflib.get_close_matches(str(key), THRESHOLDS, n=1)
-                hint = f" (did you mean {close[0]}?)" if close else ""
-                known = ", ".join(THRESHOLDS)
-                raise ConfigError(
-                    f"{where}: [{section}] {key}: unknown threshold{hint}; known: {known}"
-                )
-            wrong_bool = isinstance(value, bool) and kind is not bool
-            if wrong_bool or not isinstance(value, kind):
-                raise ConfigError(f"{where}: [{section}] {key} = {value!r} has the wrong type")
-            if kind is not bool and value < 0:
-                raise ConfigError(f"{where}: [{section}] {key} = {value!r} must be >= 0")
-            if key.endswith(("_score", "_rate", "_pass_k")) and value > 1:
-                raise ConfigError(f"{where}: [{section}] {key} = {value!r} is a share: 0 to 1")
-        checked[section] = dict(values)
+        checked[section] = _checked_values(values, where, str(section))
     return checked
+
+
+def _checked_values(values: Mapping[str, Any], where: str, section: str) -> dict[str, Any]:
+    """Validate one section's thresholds, and its API tables (``[tool_calling.messages]``)."""
+    checked: dict[str, Any] = {}
+    for key, value in values.items():
+        if key in API_NAMES and "." not in section:
+            if not isinstance(value, Mapping):
+                raise ConfigError(f"{where}: [{section}.{key}] must be a table of thresholds")
+            checked[key] = _checked_values(value, where, f"{section}.{key}")
+            others = sorted(set(value) - set(PER_API))
+            if others:
+                raise ConfigError(
+                    f"{where}: [{section}.{key}] {others[0]}: not set per API (an API's table "
+                    f"takes {', '.join(PER_API)}); set it under [{section}]"
+                )
+            continue
+        _check_value(key, value, where, section)
+        checked[key] = value
+    return checked
+
+
+def _check_value(key: str, value: Any, where: str, section: str) -> None:
+    """One threshold's name, type and range."""
+    if key == "max_accuracy_drop":
+        _accuracy_limit(value, where, section)
+        return
+    kind = THRESHOLDS.get(key)
+    if kind is None:
+        close = difflib.get_close_matches(str(key), THRESHOLDS, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        known = ", ".join(THRESHOLDS)
+        apis = "" if "." in section else f"; or an API's table: {', '.join(API_NAMES)}"
+        raise ConfigError(
+            f"{where}: [{section}] {key}: unknown threshold{hint}; known: {known}{apis}"
+        )
+    wrong_bool = isinstance(value, bool) and kind is not bool
+    if wrong_bool or not isinstance(value, kind):
+        raise ConfigError(f"{where}: [{section}] {key} = {value!r} has the wrong type")
+    if kind is not bool and value < 0:
+        raise ConfigError(f"{where}: [{section}] {key} = {value!r} must be >= 0")
+    if key.endswith(("_score", "_rate", "_pass_k")) and value > 1:
+        raise ConfigError(f"{where}: [{section}] {key} = {value!r} is a share: 0 to 1")
 
 
 def load_thresholds(
@@ -190,8 +229,9 @@ def load_thresholds(
     for family in families:
         merged: dict[str, Any] = {}
         for layer in layers:
-            merged.update(layer.get("default", {}))
-            merged.update(layer.get(family, {}))
+            for key, value in (*layer.get("default", {}).items(), *layer.get(family, {}).items()):
+                # An API's table adds to the one a lower layer set; a threshold replaces it.
+                merged[key] = {**merged.get(key, {}), **value} if key in API_NAMES else value
         resolved[family] = merged
     return resolved, source
 
@@ -232,7 +272,41 @@ def family_gate(
     limits: Mapping[str, Any],
     speed: Mapping[str, Any] | None = None,
 ) -> FamilyGate:
-    """Which thresholds a family's scorecard entry (and its performance figures) misses (pure)."""
+    """Which thresholds a family's scorecard entry (and its performance figures) misses (pure).
+
+    Limits that name an API gate the family per API: each API's entry is held to the case
+    thresholds (:data:`PER_API`) with its API's table on top, the family's entry to the rest.
+    """
+    named = [api for api in API_NAMES if api in limits]
+    if not named or family is None or family["verdict"] in UNGATED:
+        return _family_gate(family, {k: v for k, v in limits.items() if k not in API_NAMES}, speed)
+    cases = {k: v for k, v in limits.items() if k in PER_API}
+    overall = _family_gate(
+        family, {k: v for k, v in limits.items() if k not in PER_API and k not in named}, speed
+    )
+    entries = family.get("apis") or {family.get("api", "chat"): family}
+    apis: dict[str, FamilyGate] = {}
+    for api, entry in entries.items():
+        gated = _family_gate(entry, {**cases, **limits.get(api, {})})
+        apis[api] = gated
+        overall["missed"] += [
+            {**missed, "threshold": f"{api} {missed['threshold']}"} for missed in gated["missed"]
+        ]
+    for api in named:
+        apis.setdefault(
+            api, {"gated": False, "passed": True, "missed": [], "why": "not run over this API"}
+        )
+    overall["passed"] = not overall["missed"]
+    overall["apis"] = apis
+    return overall
+
+
+def _family_gate(
+    family: Mapping[str, Any] | None,
+    limits: Mapping[str, Any],
+    speed: Mapping[str, Any] | None = None,
+) -> FamilyGate:
+    """Which thresholds one scorecard entry (and its performance figures) misses (pure)."""
     missed: list[Missed] = []
 
     def miss(threshold: str, limit: Any, actual: Any) -> None:
