@@ -27,6 +27,7 @@ from verifier.compare.tables import (
 )
 from verifier.compare.views import build_comparison
 from verifier.scorecard import signing
+from verifier.stats import rate
 
 
 def compare(*cards: dict[str, Any]) -> Comparison:
@@ -160,6 +161,33 @@ def test_sub_metrics_rank_pass_k_and_silent_acceptance() -> None:
     codes = next(t for t in structured.tables if t.title == "Failure codes")
     assert [r.label for r in codes.rows] == ["schema_mismatch"]
     assert codes.rows[0].cells[1].standing is Standing.WORSE
+
+
+def test_a_family_over_several_apis_shows_each_api_and_their_agreement() -> None:
+    both = family(30, 2)
+    both["apis"] = {"chat": family(16), "messages": family(14, 2)}
+    both["metrics"]["cross_api"] = {"agreement": rate(15, 16)}
+    a = scorecard(families={"tool_calling": both})
+    # Another vendor's run over Messages alone.
+    alone = {**family(10), "api": "messages"}
+    b = scorecard("http://vendor-b.test/v1", families={"tool_calling": alone})
+    summary = view(compare(a, b), "tool_calling").tables[0]
+    rows = {row.label: row for row in summary.rows}
+    assert [label for label in rows if label.startswith(("over ", "same"))] == [
+        "over Chat Completions",
+        "over Anthropic Messages",
+        "same answer across APIs (twin pairs)",
+    ]
+    assert rows["over Chat Completions"].cells[0].text.startswith("PASS 1.000")
+    assert rows["over Chat Completions"].cells[1].text == "not run"
+    messages = rows["over Anthropic Messages"].cells
+    assert messages[0].text.startswith("FAIL 0.875")
+    assert messages[0].standing is not Standing.NONE
+    assert messages[1].text.startswith("PASS 1.000")
+    assert rows["same answer across APIs (twin pairs)"].cells[0].text.startswith("0.938 [")
+    # A chat-only comparison has no API rows.
+    plain = view(compare(scorecard(families={"tool_calling": family(5)})), "tool_calling")
+    assert [row.label for row in plain.tables[0].rows] == ["verdict and score", "cases"]
 
 
 def test_incomparable_corpus_marks_only_the_families_whose_cases_differ() -> None:

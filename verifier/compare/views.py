@@ -7,8 +7,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..config import FAMILY_NAMES
+from ..protocol.apis import API_NAMES, TITLES
 from .families import VIEWS, generic
-from .measures import STATUSES, family_measure, verdict_measure
+from .measures import STATUSES, family_measure, rate_measure, verdict_measure
 from .origins import profile_text, setting_text, short_digest
 from .speed import performance_view
 from .tables import (
@@ -148,6 +149,43 @@ def _cases(family: Mapping[str, Any] | None) -> str | None:
     return f"{family.get('cases', 0)}: " + ", ".join(f"{counts.get(s, 0)} {s}" for s in STATUSES)
 
 
+def _over(entry: Mapping[str, Any] | None, api: str) -> Mapping[str, Any] | None:
+    """A family entry's part over one API; None if the family did not run over it.
+
+    Its ``apis`` entry, or the entry itself when the family ran over that API alone.
+    """
+    if entry is None:
+        return None
+    if "apis" in entry:
+        apis: Mapping[str, Mapping[str, Any]] = entry["apis"]
+        return apis.get(api)
+    return entry if entry.get("api", "chat") == api else None
+
+
+def api_rows(entries: Sequence[Mapping[str, Any] | None]) -> tuple[Row, ...]:
+    """Each API's verdict and score, and the twins' agreement across APIs.
+
+    None when no vendor ran the family over an API other than chat: a chat-only comparison
+    is unchanged.
+    """
+    apis = [api for api in API_NAMES if any(_over(e, api) is not None for e in entries)]
+    if apis == ["chat"] or not apis:
+        return ()
+    rows = [
+        ranked_row(f"over {TITLES[api]}", [family_measure(_over(e, api)) for e in entries])
+        for api in apis
+    ]
+    agreement = [((e or {}).get("metrics") or {}).get("cross_api") for e in entries]
+    if any(agreement):
+        rows.append(
+            ranked_row(
+                "same answer across APIs (twin pairs)",
+                [rate_measure(a.get("agreement") if a else None) for a in agreement],
+            )
+        )
+    return tuple(rows)
+
+
 def family_view(
     name: str, cards: Sequence[Mapping[str, Any]], found: Sequence[Difference]
 ) -> FamilyView:
@@ -157,10 +195,12 @@ def family_view(
     key, tables = VIEWS.get(name, generic)(entries)
     summary = Table(
         "Summary",
-        "score: passed / graded cases, with its 95% Wilson interval",
+        "score: passed / graded cases, with its 95% Wilson interval; over each API when a "
+        "vendor ran the family over more than chat",
         (
             Row("verdict and score", headline.cells, headline.higher_is_better),
             info_row("cases", [_cases(e) for e in entries]),
+            *api_rows(entries),
         ),
     )
     examples = tuple(
