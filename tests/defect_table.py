@@ -158,6 +158,11 @@ ROWS: tuple[Row, ...] = (
         wire={"length_not_reported"},
     ),
     _row(
+        "messages-stop-sequence-as-end-turn",
+        verifier=("--api", "chat,messages"),
+        wire={"stop_reason_mismatch"},
+    ),
+    _row(
         "messages-blocks-overlap",
         "a stream of one block has nothing to overlap: K2 Thinking's answers stream a thinking "
         "block, then the text",

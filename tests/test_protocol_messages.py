@@ -822,6 +822,19 @@ STOP_REASONS = st.sampled_from(
 )
 
 
+def test_the_message_s_own_stop_reason_and_stop_sequence_are_kept() -> None:
+    """Chat's finish_reason says "stop" for both; the wire family reads which it was."""
+    body = message(text("Hello"), stop_reason="stop_sequence", stop_sequence="!")
+    for result in (parse(body), stream(events_of(body))):
+        choice = result.choice
+        assert choice is not None
+        assert (choice.finish_reason, choice.stop_reason, choice.stop_sequence) == (
+            "stop",
+            "stop_sequence",
+            "!",
+        )
+
+
 @settings(max_examples=100, deadline=None)
 @given(
     blocks=st.lists(BLOCKS, max_size=5),

@@ -42,15 +42,23 @@ TOOL_CHOICES = (
     "tool_choice-no-parallel-weather-oslo-lima",
     "tool_choice-no-parallel-time-ny-london",
 )
+# Wire's stop-sequence cases: over Messages the answer must say whether one ended it.
+STOPS = ("stop-string", "stop-list", "stop-letter", "stop-stream")
 # A tool named where the prompt asks for another: only a choice read as named makes the call.
 NAMED = [case for case in TOOL_CHOICES if "-named-other-" in case]
 
 
 def selection() -> str:
-    """A ``-k`` expression: the trimmed tool-calling and structured-output cases, and every
-    chat-template probe (one token each)."""
+    """A ``-k`` expression: the trimmed tool-calling and structured-output cases, every
+    chat-template probe (one token each), and wire's stop-sequence cases."""
     kept = kept_cases()
-    ids = [*kept["tool_calling"], *TOOL_CHOICES, *kept["structured_output"], "chat_template"]
+    ids = [
+        *kept["tool_calling"],
+        *TOOL_CHOICES,
+        *kept["structured_output"],
+        "chat_template",
+        *STOPS,
+    ]
     return " or ".join(ids)
 
 
@@ -64,7 +72,7 @@ def api_run(
         llama_server("stock").url,
         out,
         *("--api", "chat,messages,responses"),
-        *("--families", "tool_calling,structured_output,chat_template"),
+        *("--families", "tool_calling,structured_output,chat_template,wire"),
         *("--repeats", "tool_calling=2", "--profile", KIMI_VISION_PROFILE),
         *("-k", selection()),
         timeout=1200,
@@ -196,3 +204,25 @@ def test_where_a_tool_is_named_messages_calls_and_the_other_apis_do_not(
         (case, "cross_api_call_differs", ("chat", "messages")) for case in named
     }
     assert all(d["expected"] == [] and d["actual"] for d in differing)
+
+
+def test_over_messages_an_answer_a_stop_sequence_ended_says_end_turn(
+    api_run: VerifierRun,
+) -> None:
+    """llama-server names the stop sequence that ended the answer (``stop_sequence: "!"``)
+    but says ``stop_reason: "end_turn"``, where the Messages API says ``stop_sequence``: the
+    same request without it goes on with "!" where the answer stopped. Over chat the same
+    cases pass (chat's finish_reason is ``stop`` either way); Responses has no stop
+    sequences."""
+    outcomes = api_run.outcomes()
+    for case in STOPS:
+        assert outcomes[f"wire/{case}"]["status"] == "pass", case
+        messages = outcomes[f"wire/{case}[messages]"]
+        assert {f["code"] for f in messages["findings"]} == {"stop_reason_mismatch"}, case
+        (finding,) = {f["attempt"]: f for f in messages["findings"]}.values()
+        assert finding["actual"]["stop_reason"] == "end_turn"
+        assert finding["expected"] == {
+            "stop_reason": "stop_sequence",
+            "stop_sequence": finding["actual"]["stop_sequence"],
+        }
+        assert outcomes[f"wire/{case}[responses]"]["status"] == "unsupported", case

@@ -32,6 +32,7 @@ from verifier.checks.wire import (
     served_model_findings,
     shape_findings,
     stop_findings,
+    stop_reason_findings,
     usage_findings,
 )
 from verifier.protocol.answers import ChatResult, Choice, parse_completion
@@ -499,6 +500,48 @@ def test_logprobs_spent_on_reasoning_are_no_evidence_and_missing_ones_still_fail
     )
     missing = graded_logprob_case("parity-logprobs", said, said_streamed)
     assert {f.code for f in missing.findings} == {"logprobs_missing"}
+
+
+def said(content: str, reason: str, sequence: str | None = None) -> ChatResult:
+    """A Messages answer as the protocol module reads it: its own stop_reason kept."""
+    finish = {"max_tokens": "length"}.get(reason, "stop")
+    choice = Choice(0, "assistant", content, finish_reason=finish)
+    choice.stop_reason, choice.stop_sequence = reason, sequence
+    return ChatResult(stream=False, status=200, choices=[choice], api="messages")
+
+
+def test_messages_says_which_stop_sequence_ended_the_answer() -> None:
+    free = said("Hello! You said hi.", "end_turn")
+    # A stop sequence ended it: the same request without one goes on with it there.
+    assert stop_reason_findings(said("Hello", "stop_sequence", "!"), ["!"], free) == []
+    assert stop_reason_findings(said("He", "stop_sequence", "l"), ["zz", "l"], free) == []
+    (wrong,) = stop_reason_findings(said("Hello", "end_turn", "!"), ["!"], free, "non-stream")
+    assert (wrong.code, wrong.expected, wrong.actual, wrong.attempt) == (
+        "stop_reason_mismatch",
+        {"stop_reason": "stop_sequence", "stop_sequence": "!"},
+        {"stop_reason": "end_turn", "stop_sequence": "!"},
+        "non-stream",
+    )
+    assert codes(stop_reason_findings(said("Hello", "stop_sequence", "zz"), ["zz", "!"], free))
+    # It ended its turn: the answer without stop sequences is the same, and ends its turn.
+    assert stop_reason_findings(said("Hi.", "end_turn"), ["!"], said("Hi.", "end_turn")) == []
+    assert codes(
+        stop_reason_findings(said("Hi.", "stop_sequence", "!"), ["!"], said("Hi.", "end_turn"))
+    ) == ["stop_reason_mismatch"]
+    # Without evidence (none, or an answer that went another way) the fields must agree.
+    other = said("Goodbye.", "end_turn")
+    for evidence in (None, other, said("Hello", "max_tokens")):
+        assert stop_reason_findings(said("Hello", "stop_sequence", "!"), ["!"], evidence) == []
+        assert stop_reason_findings(said("Hello", "end_turn"), ["!"], evidence) == []
+        for reason, sequence in (
+            ("end_turn", "!"),
+            ("stop_sequence", None),
+            ("stop_sequence", "?"),
+        ):
+            found = stop_reason_findings(said("Hello", reason, sequence), ["!"], evidence)
+            assert codes(found) == ["stop_reason_mismatch"], (reason, sequence)
+    # Chat's answers carry no stop_reason of their own: nothing to hold.
+    assert stop_reason_findings(answer("Hello"), ["!"], free) == []
 
 
 def test_stop_and_max_tokens() -> None:

@@ -257,6 +257,77 @@ def stop_findings(
     return []
 
 
+def stop_reason_findings(
+    result: ChatResult,
+    stops: Sequence[str],
+    without: ChatResult | None = None,
+    attempt: str | None = None,
+) -> list[Finding]:
+    """Messages' ``stop_reason`` and ``stop_sequence`` against what ended the answer (pure).
+
+    The request's answer without its stop sequences (`without`, greedy) says what did: where
+    it goes on with one of them at the point this answer stopped, that sequence ended it
+    (``stop_sequence``, naming it); where it is this answer and ended its turn, the answer
+    ended on its own (``end_turn``, naming none). Without that evidence (no such answer, or
+    one that went another way) only the answer's own two fields are held to each other: a
+    sequence is named exactly when the reason is ``stop_sequence``, and it is one the request
+    gave.
+    """
+    choice = result.choice
+    if choice is None or choice.stop_reason is None:
+        return []
+    reason, sequence = choice.stop_reason, choice.stop_sequence
+    ended = _what_ended(choice.content or "", stops, without)
+    want: dict[str, Any] | None = None
+    if ended is None:
+        named = sequence is not None
+        if named == (reason == "stop_sequence") and (not named or sequence in stops):
+            return []
+        why = "its stop_reason and stop_sequence disagree, or name no sequence the request gave"
+    else:
+        wanted, sequences = ended
+        if reason == wanted and (sequence in sequences if sequences else sequence is None):
+            return []
+        want = {"stop_reason": wanted, "stop_sequence": sequences[0] if sequences else None}
+        why = (
+            "a stop sequence ended it (the same request without its stop sequences goes on "
+            f"with {sequences[0]!r} where this answer stopped)"
+            if sequences
+            else "it ended its turn (the same request without its stop sequences says the same)"
+        )
+    return [
+        Finding(
+            "stop_reason_mismatch",
+            f"the answer says stop_reason {reason!r}, stop_sequence {sequence!r}, but {why}",
+            "$.stop_reason",
+            expected=want,
+            actual={"stop_reason": reason, "stop_sequence": sequence},
+            attempt=attempt,
+        )
+    ]
+
+
+def _what_ended(
+    content: str, stops: Sequence[str], without: ChatResult | None
+) -> tuple[str, list[str]] | None:
+    """What ended an answer with this content: its stop reason and the sequences it may name.
+
+    Read off the same request's answer without stop sequences (any sequence it goes on with
+    at that point may be named); None when that answer is not evidence (none, or it went
+    another way).
+    """
+    free = without.choice if without is not None else None
+    if free is None or free.content is None or not free.content.startswith(content):
+        return None
+    rest = free.content[len(content) :]
+    hit = [stop for stop in stops if stop and rest.startswith(stop)]
+    if hit:
+        return "stop_sequence", hit
+    if not rest and free.stop_reason == "end_turn":
+        return "end_turn", []
+    return None
+
+
 def max_tokens_findings(
     result: ChatResult, limit: int, tokenizer: Tokenizer | None = None, attempt: str | None = None
 ) -> list[Finding]:
@@ -446,6 +517,18 @@ def _run_answered(case: Case, ctx: RunContext) -> Graded:
     findings = [f for r in results for f in _answer_findings(check, request, r, ctx)]
     if check in ("parity", "seed") and not findings:
         findings = _pair_findings(check, request, results, ctx)
+    if check == "stop" and case.api == "messages":
+        # Messages says whether a stop sequence ended the answer, and which: the same request
+        # without them, greedy, shows what did (sampled, it shows nothing).
+        evidence = None
+        if not ctx.sampled:
+            plain = {k: v for k, v in request.items() if k != "stop"}
+            without = yield Chat(plain, "without-stop")
+            evidence = without if without.ok else None
+        stop = request["stop"]
+        stops = [stop] if isinstance(stop, str) else stop
+        findings += [f for r in results for f in stop_reason_findings(r, stops, evidence, r.label)]
+        return findings, {"requests": len(results) + (not ctx.sampled)}
     return findings, {"requests": len(results)}
 
 

@@ -49,6 +49,9 @@ class Choice:
 
     ``finish_reason`` None means the endpoint sent none: it is never defaulted.
     ``reasoning_field`` is the field the reasoning came in (see :data:`REASONING_FIELDS`).
+    ``stop_reason`` and ``stop_sequence`` are an Anthropic Messages answer's own, as sent
+    (``finish_reason`` says the same in chat's words, which cannot tell a stop sequence
+    from the end of the turn); None over the other APIs.
     """
 
     index: int
@@ -59,6 +62,8 @@ class Choice:
     finish_reason: str | None = None
     logprobs: list[Any] | None = None
     reasoning_field: str | None = None
+    stop_reason: Any = None
+    stop_sequence: Any = None
 
 
 @dataclasses.dataclass(slots=True)

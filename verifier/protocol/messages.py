@@ -394,7 +394,7 @@ def _is_count(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def _choice(blocks: list[_Block], stop_reason: Any) -> Choice:
+def _choice(blocks: list[_Block], stop_reason: Any, stop_sequence: Any = None) -> Choice:
     """The one chat choice a Message's content blocks and stop reason say."""
     texts = [block for block in blocks if block.type == "text"]
     thoughts = [block for block in blocks if block.type == "thinking"]
@@ -411,6 +411,8 @@ def _choice(blocks: list[_Block], stop_reason: Any) -> Choice:
             for index, block in enumerate(calls)
         ],
         finish_reason=finish,
+        stop_reason=stop_reason,
+        stop_sequence=stop_sequence,
     )
 
 
@@ -499,7 +501,8 @@ def _read_message(result: ChatResult, message: Any) -> None:
     result.usage_source = "body" if result.usage is not None else None
     blocks = [_body_block(raw, problems, f"$.content[{n}]") for n, raw in enumerate(content)]
     stop_reason = message.get("stop_reason")
-    result.choices.append(_choice([block for block in blocks if block is not None], stop_reason))
+    kept = [block for block in blocks if block is not None]
+    result.choices.append(_choice(kept, stop_reason, message.get("stop_sequence")))
     if not isinstance(stop_reason, str):
         problems.append(
             Problem(
@@ -577,6 +580,7 @@ class _EventReader:
         self.usage: dict[str, Any] = {}
         self.usage_seen = False
         self.stop_reason: Any = None
+        self.stop_sequence: Any = None
         self.started = self.start_missed = self.stopped = self.errored = False
         # The event number of the last message_delta, None before the first.
         self.delta_at: int | None = None
@@ -729,6 +733,7 @@ class _EventReader:
                 )
             else:
                 self.stop_reason = delta["stop_reason"]
+                self.stop_sequence = delta.get("stop_sequence")
         usage = data.get("usage")
         if isinstance(usage, dict):
             self.usage_seen = True
@@ -761,7 +766,7 @@ class _EventReader:
             if not self.stopped:
                 self._problem("message_stop_missing", "the stream ended before message_stop", None)
         if self.started or self.blocks:
-            choice = _choice(self.blocks, self.stop_reason)
+            choice = _choice(self.blocks, self.stop_reason, self.stop_sequence)
             result.choices.append(choice)
             if choice.finish_reason is None and not self.errored:
                 where = None if self.delta_at is None else f"event {self.delta_at}"

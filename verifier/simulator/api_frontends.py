@@ -19,7 +19,7 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from ..reference.dialect import DEFAULT_FIELD
 from .validation import Rejection
@@ -624,20 +624,43 @@ def error_answer(api: str | None, status: int, body: Any) -> Any:
     return {"type": "error", "error": {"type": kind, "message": str(message or "")}}
 
 
-def answer_body(api: str, completion: Mapping[str, Any], request: Any) -> dict[str, Any]:
+def answer_body(
+    api: str, completion: Mapping[str, Any], request: Any, ended: Ended | None = None
+) -> dict[str, Any]:
     """A chat.completion object as the API's answer: a Messages message or a Response.
 
     Args:
         api: ``messages`` or ``responses``.
         completion: the chat answer.
         request: the request as sent (a Response echoes its settings).
+        ended: the stop sequence that ended the answer, which a Message names.
     """
     if api == MESSAGES:
-        return message_object(completion)
+        return message_object(completion, ended)
     return response_object(completion, request)
 
 
-def message_object(completion: Mapping[str, Any]) -> dict[str, Any]:
+class Ended(NamedTuple):
+    """The stop sequence that ended an answer, and how a Message says so.
+
+    Args:
+        sequence: the sequence, None when none ended it.
+        as_end_turn: say ``end_turn`` all the same, naming the sequence
+            (``messages-stop-sequence-as-end-turn``, as llama-server 11434 does).
+    """
+
+    sequence: str | None = None
+    as_end_turn: bool = False
+
+    def stop(self, finish: Any) -> dict[str, Any]:
+        """A Message's ``stop_reason`` and ``stop_sequence`` for a chat finish_reason."""
+        if finish == "stop" and self.sequence is not None:
+            reason = "end_turn" if self.as_end_turn else "stop_sequence"
+            return {"stop_reason": reason, "stop_sequence": self.sequence}
+        return {"stop_reason": stop_reason(finish), "stop_sequence": None}
+
+
+def message_object(completion: Mapping[str, Any], ended: Ended | None = None) -> dict[str, Any]:
     """A chat.completion object as a Messages ``message``: thinking, text, tool_use blocks."""
     choice = _first_choice(completion)
     message = _object(choice.get("message"))
@@ -666,8 +689,7 @@ def message_object(completion: Mapping[str, Any]) -> dict[str, Any]:
         "role": "assistant",
         "model": completion.get("model"),
         "content": content,
-        "stop_reason": stop_reason(choice.get("finish_reason")),
-        "stop_sequence": None,
+        **(ended or Ended()).stop(choice.get("finish_reason")),
         "usage": _messages_usage(completion.get("usage")),
     }
 
@@ -909,6 +931,7 @@ def stream_translator(
     *,
     overlap: bool = False,
     unindexed: bool = False,
+    ended: Ended | None = None,
 ) -> StreamTranslator:
     """The translator of a chat stream into the API's stream.
 
@@ -918,9 +941,10 @@ def stream_translator(
         input_tokens: the prompt's tokens (a Messages stream says them in its first event).
         overlap: Messages blocks that overlap (``messages-blocks-overlap``).
         unindexed: Responses events without their index fields (``responses-stream-unindexed``).
+        ended: the stop sequence that ended the answer, which a Messages stream names.
     """
     if api == MESSAGES:
-        return MessagesStream(input_tokens, overlap=overlap)
+        return MessagesStream(input_tokens, overlap=overlap, ended=ended)
     if api == RESPONSES:
         return ResponsesStream(request, unindexed=unindexed)
     return Verbatim()
@@ -1101,12 +1125,16 @@ class MessagesStream(_Gateway):
         input_tokens: the prompt's tokens, which message_start's usage says.
         overlap: start each block before stopping the one before it, whose stop comes at
             the end (a defect).
+        ended: the stop sequence that ended the answer, named in message_delta.
     """
 
-    def __init__(self, input_tokens: int, *, overlap: bool = False) -> None:
+    def __init__(
+        self, input_tokens: int, *, overlap: bool = False, ended: Ended | None = None
+    ) -> None:
         super().__init__()
         self.input_tokens = input_tokens
         self.overlap = overlap
+        self.ended = ended or Ended()
         self.index = -1
         # The open block: its type and, for a tool_use block, its call's index.
         self.block: tuple[str, Any] | None = None
@@ -1180,9 +1208,7 @@ class MessagesStream(_Gateway):
         self._close()
         for index in self.unstopped:
             self._emit("content_block_stop", {"index": index})
-        fields: dict[str, Any] = {
-            "delta": {"stop_reason": stop_reason(self.finish), "stop_sequence": None}
-        }
+        fields: dict[str, Any] = {"delta": self.ended.stop(self.finish)}
         usage = _messages_usage(self.usage)
         if usage is not None:
             fields["usage"] = usage

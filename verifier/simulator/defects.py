@@ -175,6 +175,12 @@ RESPONSES_CUT_AS_COMPLETED = _define(
     "over OpenAI Responses, says status completed (no incomplete_details) for an answer cut by "
     "max_output_tokens",
 )
+MESSAGES_STOP_SEQUENCE_AS_END_TURN = _define(
+    "messages-stop-sequence-as-end-turn",
+    "wire",
+    "over Anthropic Messages, says stop_reason end_turn for an answer a stop sequence ended, "
+    "naming the sequence in stop_sequence",
+)
 TRANSLATED_ARGUMENTS_ESCAPED = _define(
     "translated-arguments-escaped",
     "tool_calling",

@@ -132,6 +132,8 @@ class Reply:
     reasoning: str | None = None
     # The message field the reasoning goes out in.
     reasoning_field: str = "reasoning_content"
+    # The stop sequence that ended the text, when one did (Messages names it).
+    stop_sequence: str | None = None
     # The reasoning's tokens (in usage.completion_tokens_details), when there is reasoning.
     reasoning_tokens: int | None = None
 
@@ -408,13 +410,16 @@ def kimi_markup(calls: list[ToolCall]) -> str:
     return f"<|tool_calls_section_begin|>{inner}<|tool_calls_section_end|>"
 
 
-def _apply_stop(text: str, stop: Any, defects: Defects) -> str:
-    """The text up to the first stop sequence (which is not included)."""
+def _apply_stop(text: str, stop: Any, defects: Defects) -> tuple[str, str | None]:
+    """The text up to the first stop sequence (which is not included), and that sequence."""
     stops = [stop] if isinstance(stop, str) else stop if isinstance(stop, list) else []
     if defects.has(STOP_NOT_HONOURED):
-        return text
-    positions = [text.find(s) for s in stops if isinstance(s, str) and s and s in text]
-    return text[: min(positions)] if positions else text
+        return text, None
+    found = [(text.find(s), s) for s in stops if isinstance(s, str) and s and s in text]
+    if not found:
+        return text, None
+    at, sequence = min(found, key=lambda hit: hit[0])
+    return text[:at], sequence
 
 
 def respond(
@@ -446,7 +451,7 @@ def respond(
         text = _plain_reply(request, defaults) if seen is None else answer(seen)
     if defects.has(SEED_IGNORED) and (request.get("temperature") or 0) > 0:
         text += f" Variation {number}."
-    text = _apply_stop(text, request.get("stop"), defects)
+    text, sequence = _apply_stop(text, request.get("stop"), defects)
     text, counted, cut = path.completion(text, max_tokens_of(request))
     finish = "length" if cut else "stop"
     if (
@@ -455,7 +460,12 @@ def respond(
         and defects.has(TRUNCATED_JSON_FINISH_STOP)
     ):
         finish = "stop"
-    reply = _reasoned(Reply(tokenize(text), finish, counted=counted), request, defects, path)
+    reply = _reasoned(
+        Reply(tokenize(text), finish, counted=counted, stop_sequence=None if cut else sequence),
+        request,
+        defects,
+        path,
+    )
     reply = billed(reply, request, path)
     if defects.has(COMPLETION_TOKENS_INFLATED) and reply.counted is not None:
         reply.counted *= 2

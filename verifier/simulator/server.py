@@ -32,6 +32,7 @@ from .api_frontends import (
     ANSWER_ROUTES,
     COUNT_ROUTES,
     MESSAGES,
+    Ended,
     StreamTranslator,
     Verbatim,
     answer_body,
@@ -66,6 +67,7 @@ from .defects import (
     KV_CACHE_DIVERGENCE,
     MESSAGES_BLOCKS_OVERLAP,
     MESSAGES_NAMED_TOOL_CHOICE_LOST,
+    MESSAGES_STOP_SEQUENCE_AS_END_TURN,
     MISSING_REASONING_500,
     MISSING_REASONING_HANG,
     RESPONSES_CUT_AS_COMPLETED,
@@ -498,6 +500,7 @@ class Handler(BaseHTTPRequestHandler):
         )
         cut_completed = self.api == "responses" and defects.has(RESPONSES_CUT_AS_COMPLETED)
         escaped = self.api is not None and defects.has(TRANSLATED_ARGUMENTS_ESCAPED)
+        ended = Ended(reply.stop_sequence, defects.has(MESSAGES_STOP_SEQUENCE_AS_END_TURN))
         if stream:
             events = stream_events(request, reply, number, defects, path, perturbation)
             if cut_completed:
@@ -512,6 +515,7 @@ class Handler(BaseHTTPRequestHandler):
                     path.prompt_tokens(request),
                     overlap=defects.has(MESSAGES_BLOCKS_OVERLAP),
                     unindexed=defects.has(RESPONSES_STREAM_UNINDEXED),
+                    ended=ended,
                 )
             if fault is None:
                 self._stream(events, number, translator)
@@ -530,7 +534,7 @@ class Handler(BaseHTTPRequestHandler):
         if escaped:
             body = arguments_escaped(body)
         if self.api is not None:
-            body = answer_body(self.api, body, native)
+            body = answer_body(self.api, body, native, ended)
         data = json.dumps(body).encode("utf-8")
         self._send_bytes(200, data, reset_after=len(data) // 2 if fault == FAULT_RESET else None)
 
