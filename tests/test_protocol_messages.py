@@ -102,6 +102,10 @@ def test_user_parts_become_text_and_image_blocks() -> None:
         },
         {"type": "image", "source": {"type": "url", "url": "https://example.com/a.jpg"}},
     ]
+    # A URL the server must not fetch is sent as it is: refusing it is the server's part.
+    ftp = [{"type": "image_url", "image_url": {"url": "ftp://host/a.png"}}]
+    (sent,) = render(messages=[{"role": "user", "content": ftp}])["messages"][0]["content"]
+    assert sent == {"type": "image", "source": {"type": "url", "url": "ftp://host/a.png"}}
 
 
 @pytest.mark.parametrize(
@@ -109,7 +113,7 @@ def test_user_parts_become_text_and_image_blocks() -> None:
     [
         ({"type": "input_audio", "input_audio": {"data": "", "format": "wav"}}, "input_audio"),
         ({"type": "image_url", "image_url": {"url": "data:image/png,abc"}}, "not base64"),
-        ({"type": "image_url", "image_url": {"url": "ftp://host/a.png"}}, "neither data"),
+        ({"type": "image_url", "image_url": {"url": 7}}, "not a string"),
         (
             {"type": "image_url", "image_url": {"url": "https://e.com/a.png", "detail": "low"}},
             "image detail",

@@ -203,11 +203,19 @@ def test_the_main_command_grades_every_family_and_passes(tmp_path: Path) -> None
             f"{responses}an assistant message's reasoning cannot be given back to the "
             "Responses API",
         ): 5,
+        # Vision's cases over the other APIs: the size limit the profile leaves out, as over
+        # chat, and an image detail Messages has no word for.
+        **{
+            (api, "unsupported: the profile documents no image size limit"): 1
+            for api in ("messages", "responses")
+        },
+        ("messages", f"{messages}the Messages API has no image detail ('high')"): 2,
+        ("messages", f"{messages}the Messages API has no image detail ('low')"): 3,
     }
     by_api = Counter(r.get("api", "chat") for r in records)
-    assert by_api == {"chat": 670, "messages": 366, "responses": 366}
+    assert by_api == {"chat": 670, "messages": 423, "responses": 423}
     assert card["endpoint"]["apis"] == ["chat", "messages", "responses"]
-    for name in ("chat_template", "tool_calling", "structured_output", "wire"):
+    for name in ("chat_template", "tool_calling", "structured_output", "vision", "wire"):
         per_api = card["families"][name]["apis"]
         assert {api: entry["verdict"] for api, entry in per_api.items()} == {
             "chat": "pass",

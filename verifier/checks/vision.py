@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import EndpointTimeout
 from ..outcome import CaseRecord, Finding, Outcome
 from ..protocol.answers import ChatResult
+from ..protocol.apis import API_NAMES
 from ..protocol.requests import Chat, Exchange
 from ..reference.image_tokens import image_tokens
 from ..reference.images import image_part, invalid_part
@@ -388,7 +389,14 @@ def _refused_outcome(refused: _Refused, metrics: dict[str, Any]) -> Outcome:
     return Outcome.from_findings([finding], metrics=metrics)
 
 
-@family("vision", summarize=summarize, cost=cost, prepare=prepare, needs=lambda run: ("images",))
+@family(
+    "vision",
+    summarize=summarize,
+    cost=cost,
+    prepare=prepare,
+    needs=lambda run: ("images",),
+    apis=API_NAMES,
+)
 def run(case: Case, ctx: RunContext) -> Exchange:
     """Images seen in order and every format, fresh, priced by the rule; bad images refused."""
     check = case.data["check"]

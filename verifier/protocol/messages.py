@@ -259,10 +259,12 @@ def _user_part(part: Any) -> dict[str, Any]:
         if encoding != "base64":
             raise _cannot(f"an image data URL that is not base64: {url[:40]!r}")
         source = {"type": "base64", "media_type": media, "data": data}
-    elif isinstance(url, str) and url.startswith(("http://", "https://")):
+    elif isinstance(url, str):
+        # Any other URL is a URL source, as sent: one the server must not fetch (file://,
+        # ftp://) is for the server to refuse, over this API as over chat.
         source = {"type": "url", "url": url}
     else:
-        raise _cannot(f"an image URL that is neither data: nor http(s): {str(url)[:40]!r}")
+        raise _cannot(f"an image URL that is not a string: {url!r:.40}")
     return {"type": "image", "source": source}
 
 
