@@ -962,6 +962,10 @@ NO_USAGE = {"type": "message_delta", "delta": {"stop_reason": "end_turn"}}
         ([T0, T1, T2, T3, DELTA, T4, T5], [("delta_outside_block", "event 4")]),
         ([T0, T1, T2, DELTA_1, T3, T4, T5], [("delta_outside_block", "event 3")]),
         ([T0, T1, T2, JSON_DELTA, T3, T4, T5], [("delta_type_mismatch", "event 3")]),
+        (
+            [T0, T1, T2, T3, {**JSON_DELTA, "index": 1}, T4, T5],
+            [("call_delta_outside_block", "event 4")],
+        ),
         ([T0, T1, T2, STOP_1, T3, T4, T5], [("content_block_stop_mismatch", "event 3")]),
         (
             [T0, T1, T2, T3, T4, START_1, STOP_1, T5],

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import KIMI_VISION_PROFILE, VerifierRun, verify
+from tests.conftest import KIMI_THINKING_PROFILE, KIMI_VISION_PROFILE, VerifierRun, verify
 from tests.llama.server import LlamaServer
 from tests.negative_outcomes import assert_recorded, every_case
 from tests.trimmed import kept_cases
@@ -44,6 +44,8 @@ TOOL_CHOICES = (
 )
 # Wire's stop-sequence cases: over Messages the answer must say whether one ended it.
 STOPS = ("stop-string", "stop-list", "stop-letter", "stop-stream")
+# Wire's cases for the thinking process: a plain answer, streamed and not, and a stop.
+THINKING_WIRE = ("shape-plain", "stream-plain", "stop-string")
 # A tool named where the prompt asks for another: only a choice read as named makes the call.
 NAMED = [case for case in TOOL_CHOICES if "-named-other-" in case]
 
@@ -91,6 +93,24 @@ def vision_run(
         out,
         *("--api", "messages,responses", "--families", "vision"),
         *("--profile", KIMI_VISION_PROFILE),
+        timeout=1200,
+    )
+
+
+@pytest.fixture(scope="module")
+def thinking_run(
+    llama_server: Callable[[str], LlamaServer], tmp_path_factory: pytest.TempPathFactory
+) -> VerifierRun:
+    """The thinking process (the model that reasons first) through the three APIs: the kept
+    tool-calling cases and wire's stream and stop cases, under the Kimi K2 Thinking contract."""
+    out = tmp_path_factory.mktemp("realserver-apis-thinking") / "out"
+    ids = [*kept_cases()["tool_calling"], *THINKING_WIRE]
+    return verify(
+        llama_server("thinking").url,
+        out,
+        *("--api", "chat,messages,responses", "--families", "tool_calling,wire"),
+        *("--repeats", "tool_calling=2", "--profile", KIMI_THINKING_PROFILE),
+        *("-k", " or ".join(ids)),
         timeout=1200,
     )
 
@@ -268,3 +288,26 @@ def test_images_over_messages_and_responses(vision_run: VerifierRun) -> None:
     counted = {c for c in by_api["messages"] if c.startswith(("tokens-", "twice-", "png-jpeg"))}
     assert {by_api["messages"][c] for c in counted} == {"pass", "not_expressible"}
     assert {by_api["responses"][c] for c in counted} == {"length_not_reported"}
+
+
+def test_reasoning_over_messages_streams_its_thinking_block_across_the_text(
+    thinking_run: VerifierRun,
+) -> None:
+    """With reasoning, llama-server's Messages stream leaves the thinking block open when the
+    text (or tool_use) block begins, and sends that block's signature (empty) after the
+    text's deltas, then stops it: wire's stream case fails on the grammar
+    (content_block_not_stopped, content_block_stop_mismatch, delta_outside_block). The calls
+    themselves arrive whole, so tool calling passes over Messages as over chat; over
+    Responses usage still has no ``output_tokens_details``."""
+    outcomes = thinking_run.outcomes()
+    assert_recorded(outcomes, "llama-thinking", every_case, RECORDINGS)
+    stream = outcomes["wire/stream-plain[messages]"]
+    assert {f["code"] for f in stream["findings"]} == {
+        "content_block_not_stopped",
+        "content_block_stop_mismatch",
+        "delta_outside_block",
+    }
+    family = thinking_run.scorecard["families"]["tool_calling"]
+    assert family["apis"]["messages"]["verdict"] == "pass"
+    assert outcomes["wire/stop-string[messages]"]["code"] == "stop_reason_mismatch"
+    assert outcomes["wire/shape-plain[responses]"]["code"] == "response_shape"

@@ -396,6 +396,12 @@ def _is_count(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
+def _is_call_piece(event: Mapping[str, Any]) -> bool:
+    """A content_block_delta that carries a piece of a tool call's input."""
+    delta = event.get("delta")
+    return isinstance(delta, Mapping) and delta.get("type") == "input_json_delta"
+
+
 def _choice(blocks: list[_Block], stop_reason: Any, stop_sequence: Any = None) -> Choice:
     """The one chat choice a Message's content blocks and stop reason say."""
     texts = [block for block in blocks if block.type == "text"]
@@ -681,9 +687,9 @@ class _EventReader:
         index = data.get("index")
         block = self.by_index.get(index) if _is_count(index) else None
         if block is None or index != self.open:
-            self._problem(
-                "delta_outside_block", f"a delta for block {index!r} with {self._state()}", number
-            )
+            # A call's piece out of place can build the wrong call; another block's cannot.
+            code = "call_delta_outside_block" if _is_call_piece(data) else "delta_outside_block"
+            self._problem(code, f"a delta for block {index!r} with {self._state()}", number)
         # A delta for no block is a problem above; an unknown block's was when it began.
         if block is None or block.type not in _DELTA_TYPES:
             return
