@@ -145,8 +145,9 @@ ROWS: tuple[Row, ...] = (
     _row(
         "responses-cut-as-completed",
         "every answer cut at its limit over Responses says it completed: accounting sees it in "
-        "every family whose cases hit a limit (chat template's one-token probes, wire's "
-        "max_tokens cases, structured output's truncation cases), and structured output's own "
+        "every family whose cases hit a limit (chat template's and vision's one-token probes, "
+        "wire's max_tokens cases, structured output's truncation cases), and structured "
+        "output's own "
         "check sees those cut objects end with no length reason besides; the two prefill "
         "probes are left to the bill (an engine may deliver the message it continued, so "
         "their length says nothing of the limit): their one-token answers said completed, "
@@ -155,6 +156,7 @@ ROWS: tuple[Row, ...] = (
         verifier=("--api", "chat,responses"),
         chat_template={"length_not_reported", "completion_tokens_mismatch"},
         structured_output={"length_not_reported", "truncated_without_length"},
+        vision={"length_not_reported"},
         wire={"length_not_reported"},
     ),
     _row(
