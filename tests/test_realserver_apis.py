@@ -64,20 +64,23 @@ def selection() -> str:
     return " or ".join(ids)
 
 
+def verified(server: LlamaServer, folder: Path, *options: str) -> VerifierRun:
+    """`server` verified with `options` as a user runs it, into `folder`."""
+    return verify(server.url, folder / "out", *options, timeout=1200)
+
+
 @pytest.fixture(scope="module")
 def api_run(
     llama_server: Callable[[str], LlamaServer], tmp_path_factory: pytest.TempPathFactory
 ) -> VerifierRun:
     """The stock process verified over chat, Messages and Responses, as a user runs it."""
-    out = tmp_path_factory.mktemp("realserver-apis") / "out"
-    return verify(
-        llama_server("stock").url,
-        out,
+    return verified(
+        llama_server("stock"),
+        tmp_path_factory.mktemp("realserver-apis"),
         *("--api", "chat,messages,responses"),
         *("--families", "tool_calling,structured_output,chat_template,wire"),
         *("--repeats", "tool_calling=2", "--profile", KIMI_VISION_PROFILE),
         *("-k", selection()),
-        timeout=1200,
     )
 
 
@@ -87,13 +90,11 @@ def vision_run(
 ) -> VerifierRun:
     """The vision process (the stock one with a projector) over Messages and Responses: the
     vision family, every case (over chat it is tests/test_realserver.py's)."""
-    out = tmp_path_factory.mktemp("realserver-apis-vision") / "out"
-    return verify(
-        llama_server("vision").url,
-        out,
+    return verified(
+        llama_server("vision"),
+        tmp_path_factory.mktemp("realserver-apis-vision"),
         *("--api", "messages,responses", "--families", "vision"),
         *("--profile", KIMI_VISION_PROFILE),
-        timeout=1200,
     )
 
 
@@ -103,15 +104,13 @@ def thinking_run(
 ) -> VerifierRun:
     """The thinking process (the model that reasons first) through the three APIs: the kept
     tool-calling cases and wire's stream and stop cases, under the Kimi K2 Thinking contract."""
-    out = tmp_path_factory.mktemp("realserver-apis-thinking") / "out"
     ids = [*kept_cases()["tool_calling"], *THINKING_WIRE]
-    return verify(
-        llama_server("thinking").url,
-        out,
+    return verified(
+        llama_server("thinking"),
+        tmp_path_factory.mktemp("realserver-apis-thinking"),
         *("--api", "chat,messages,responses", "--families", "tool_calling,wire"),
         *("--repeats", "tool_calling=2", "--profile", KIMI_THINKING_PROFILE),
         *("-k", " or ".join(ids)),
-        timeout=1200,
     )
 
 
