@@ -938,6 +938,7 @@ START_1 = {"type": "content_block_start", "index": 1, "content_block": {"type": 
 STOP_1 = {"type": "content_block_stop", "index": 1}
 UNKNOWN_1 = {**START_1, "content_block": {"type": "server_tool_use", "id": "s", "name": "web"}}
 JSON_DELTA = {**DELTA, "delta": {"type": "input_json_delta", "partial_json": "{"}}
+THINKING_DELTA = {**DELTA, "delta": {"type": "thinking_delta", "thinking": "Hm."}}
 MISNAMED_PING = b'event: message_stop\ndata: {"type": "ping"}\n\n'
 NO_STOP_REASON = {**T4, "delta": {"stop_reason": None}}
 NO_USAGE = {"type": "message_delta", "delta": {"stop_reason": "end_turn"}}
@@ -961,7 +962,8 @@ NO_USAGE = {"type": "message_delta", "delta": {"stop_reason": "end_turn"}}
         ([T0, T1, T2, T4, T5], [("content_block_not_stopped", "event 3")]),
         ([T0, T1, T2, T3, DELTA, T4, T5], [("delta_outside_block", "event 4")]),
         ([T0, T1, T2, DELTA_1, T3, T4, T5], [("delta_outside_block", "event 3")]),
-        ([T0, T1, T2, JSON_DELTA, T3, T4, T5], [("delta_type_mismatch", "event 3")]),
+        ([T0, T1, T2, JSON_DELTA, T3, T4, T5], [("call_delta_type_mismatch", "event 3")]),
+        ([T0, T1, T2, THINKING_DELTA, T3, T4, T5], [("delta_type_mismatch", "event 3")]),
         (
             [T0, T1, T2, T3, {**JSON_DELTA, "index": 1}, T4, T5],
             [("call_delta_outside_block", "event 4")],

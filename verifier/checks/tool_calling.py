@@ -14,7 +14,7 @@ the model. Codes, by kind:
   ``tool_call_name_changed``, ``tool_call_id_changed``, ``content_after_tool_calls``,
   ``finish_reason_repeated``, ``finish_reason_missing``, ``malformed_tool_calls``; over the
   other APIs, a call's pieces sent to another block or item (``call_delta_outside_block``,
-  ``delta_type_mismatch``, ``event_item_type_mismatch``) or announced at its end unlike what
+  ``call_delta_type_mismatch``, ``event_item_type_mismatch``) or announced at its end unlike what
   they built (``done_text_mismatch``, ``output_item_mismatch``, ``final_output_mismatch``);
 - tools declared in a content-less system message, where the model's contract documents it
   (Kimi K3): ``dynamic_tools_rejected`` (refused with a 4xx), ``dynamic_tools_ignored`` (one
@@ -71,9 +71,9 @@ STREAM_CODES = frozenset(
         "malformed_tool_calls",
         # The other APIs' streams: a call's pieces sent to the wrong block or item, or the
         # call announced at its end unlike the pieces that built it (another block's delta
-        # out of place is wire's finding, not a call's).
+        # out of place, or of the wrong kind, is wire's finding, not a call's).
         "call_delta_outside_block",
-        "delta_type_mismatch",
+        "call_delta_type_mismatch",
         "done_text_mismatch",
         "output_item_mismatch",
         "final_output_mismatch",

@@ -699,9 +699,10 @@ class _EventReader:
             return
         kind = delta.get("type")
         if kind not in _DELTA_TYPES[block.type]:
-            self._problem(
-                "delta_type_mismatch", f"a {kind!r} delta for a {block.type} block", number
-            )
+            # Into or out of a call's block, the call is built wrong; otherwise it is not.
+            call = block.type == "tool_use" or _is_call_piece(data)
+            code = "call_delta_type_mismatch" if call else "delta_type_mismatch"
+            self._problem(code, f"a {kind!r} delta for a {block.type} block", number)
             return
         field = _DELTA_FIELDS.get(kind)
         value = delta.get(field) if field else ""
