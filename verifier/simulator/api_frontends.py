@@ -1009,11 +1009,7 @@ def arguments_escaped(answer: dict[str, Any]) -> dict[str, Any]:
 
 def arguments_escaped_event(event: bytes) -> bytes:
     """A chat SSE event with its calls' arguments escaped twice (see :func:`arguments_escaped`)."""
-    chunk = _chunk_of(event)
-    escaped = chunk if chunk is None else arguments_escaped(chunk)
-    if escaped == chunk:
-        return event
-    return b"data: " + json.dumps(escaped).encode("utf-8") + b"\n\n"
+    return _rewritten(event, arguments_escaped)
 
 
 def cut_said_completed(event: bytes) -> bytes:
@@ -1022,12 +1018,16 @@ def cut_said_completed(event: bytes) -> bytes:
     The translation then gives the Response the status ``completed``, as a gateway that maps
     every finished chat answer to it does.
     """
+    return _rewritten(event, cut_said_ended)
+
+
+def _rewritten(event: bytes, change: Callable[[dict[str, Any]], dict[str, Any]]) -> bytes:
+    """A chat SSE event whose chunk `change` rewrites; the bytes as they were if it does not."""
     chunk = _chunk_of(event)
-    if chunk is None or not any(
-        c.get("finish_reason") == "length" for c in chunk.get("choices") or []
-    ):
+    changed = chunk if chunk is None else change(chunk)
+    if changed == chunk:
         return event
-    return b"data: " + json.dumps(cut_said_ended(chunk)).encode("utf-8") + b"\n\n"
+    return b"data: " + json.dumps(changed).encode("utf-8") + b"\n\n"
 
 
 class _Gateway(abc.ABC):
