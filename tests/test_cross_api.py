@@ -30,6 +30,7 @@ from verifier.scorecard.build import summarize_family
 from verifier.scorecard.gate import DEFAULTS
 
 WEATHER = [("get_weather", {"city": "Oslo", "unit": "celsius"})]
+API = ("chat", "messages")
 
 
 def record(
@@ -54,19 +55,37 @@ def test_a_twin_is_known_by_its_case_id() -> None:
     assert case_id(record("multiple-3", "chat", None)) == "multiple-3"
 
 
+def differing(ours: dict[str, Any], theirs: dict[str, Any], kinds: Any = TOOL_KINDS) -> list[str]:
+    return [kind for kind, differs in differences(ours, theirs, kinds).items() if differs]
+
+
 def test_each_kind_of_difference_is_found_and_the_first_hides_what_follows() -> None:
     one = calls(*WEATHER)
-    assert differences(one, calls(), TOOL_KINDS) == ["call"]
-    assert differences(one, calls(("get_forecast", {"city": "Oslo"})), TOOL_KINDS) == ["tool"]
-    assert differences(one, calls(("get_weather", {"city": "Lima"})), TOOL_KINDS) == ["arguments"]
-    assert differences(one, calls(*WEATHER, tokens=41), TOOL_KINDS) == ["prompt_tokens"]
-    both = differences(one, calls(("get_weather", {"city": "Lima"}), tokens=39), TOOL_KINDS)
+    assert differing(one, calls()) == ["call"]
+    assert differing(one, calls(("get_forecast", {"city": "Oslo"}))) == ["tool"]
+    assert differing(one, calls(("get_weather", {"city": "Lima"}))) == ["arguments"]
+    assert differing(one, calls(*WEATHER, tokens=41)) == ["prompt_tokens"]
+    both = differing(one, calls(("get_weather", {"city": "Lima"}), tokens=39))
     assert both == ["arguments", "prompt_tokens"]
-    # Without a count on both sides, counts are not compared.
-    assert differences(one, calls(*WEATHER, tokens=None), TOOL_KINDS) == []
-    assert differences(json_answer({"a": [1, 2]}), json_answer({"a": [2, 1]}), JSON_KINDS) == [
-        "json"
-    ]
+    assert differing(json_answer({"a": [1, 2]}), json_answer({"a": [2, 1]}), JSON_KINDS) == ["json"]
+
+
+def test_a_kind_without_its_evidence_on_both_sides_is_not_compared() -> None:
+    """Neither agreeing nor differing: no count, or no call to compare tools or arguments of."""
+    one = calls(*WEATHER)
+    assert differences(one, calls(*WEATHER, tokens=None), TOOL_KINDS) == {
+        "call": False,
+        "tool": False,
+        "arguments": False,
+    }
+    # Whether a tool is called differs: which, and with what, cannot be compared.
+    assert differences(one, calls(), TOOL_KINDS) == {"call": True, "prompt_tokens": False}
+    # Other tools: their arguments are not compared.
+    assert set(differences(one, calls(("get_time", {})), TOOL_KINDS)) == {
+        "call",
+        "tool",
+        "prompt_tokens",
+    }
 
 
 @given(
@@ -84,7 +103,7 @@ def test_calls_in_another_order_or_key_order_are_the_same_answer(
 ) -> None:
     shuffled = [(name, dict(reversed(list(args.items())))) for name, args in made]
     rng.shuffle(shuffled)
-    assert differences(calls(*made), calls(*shuffled), TOOL_KINDS) == []
+    assert differing(calls(*made), calls(*shuffled)) == []
 
 
 def test_one_api_compares_nothing() -> None:
@@ -112,8 +131,14 @@ def test_twins_are_compared_with_the_first_api_and_each_kind_is_ruled() -> None:
     assert metrics["apis"] == ["chat", "messages", "responses"]
     assert metrics["pairs"] == 4
     assert metrics["agreement"]["successes"] == 2
-    assert metrics["by_kind"]["arguments"]["successes"] == 3
-    assert metrics["by_kind"]["call"]["successes"] == 3
+    # Each kind over the pairs it could be compared in: tools and arguments only where both
+    # twins called (case a's two pairs), not where neither did, nor where one did (case b's).
+    assert {k: (r["successes"], r["trials"]) for k, r in metrics["by_kind"].items()} == {
+        "call": (3, 4),
+        "tool": (2, 2),
+        "arguments": (1, 2),
+        "prompt_tokens": (4, 4),
+    }
     assert metrics["not_compared"] == {
         NO_ANSWER: 1,
         "the twin could not be judged": 1,
@@ -126,13 +151,22 @@ def test_twins_are_compared_with_the_first_api_and_each_kind_is_ruled() -> None:
     assert metrics["disagreements"][0]["actual"] == [
         {"name": "get_weather", "arguments": {"city": "Lima"}}
     ]
-    rulings = {r["name"]: (r["verdict"], r["code"], r["differing"]) for r in found["rulings"]}
-    assert rulings == {
-        "cross_api call": ("fail", "cross_api_call_differs", 1),
-        "cross_api tool": ("pass", None, 0),
-        "cross_api arguments": ("fail", "cross_api_arguments_differ", 1),
-        "cross_api prompt_tokens": ("pass", None, 0),
+    rulings = {
+        r["name"]: (r["verdict"], r["code"], r["differing"], r["pairs"]) for r in found["rulings"]
     }
+    assert rulings == {
+        "cross_api call": ("fail", "cross_api_call_differs", 1, 4),
+        "cross_api tool": ("pass", None, 0, 2),
+        "cross_api arguments": ("fail", "cross_api_arguments_differ", 1, 2),
+        "cross_api prompt_tokens": ("pass", None, 0, 4),
+    }
+    # A kind no pair had the evidence for is not ruled.
+    uncounted = [record(c, api, calls(*WEATHER, tokens=None)) for c in "ab" for api in API]
+    assert [r["name"] for r in agreement(uncounted, TOOL_KINDS)["rulings"]] == [
+        "cross_api call",
+        "cross_api tool",
+        "cross_api arguments",
+    ]
 
 
 def test_twins_without_answers_give_figures_but_no_ruling() -> None:

