@@ -165,6 +165,19 @@ ROWS: tuple[Row, ...] = (
         wire={"stop_reason_mismatch"},
     ),
     _row(
+        "messages-errors-chat-shaped",
+        "every refusal over Messages: wire's bad requests in its terms, and vision's refused "
+        "images",
+        verifier=("--api", "chat,messages"),
+        vision={"error_shape"},
+        wire={"error_shape"},
+    ),
+    _row(
+        "messages-max-tokens-defaulted",
+        verifier=("--api", "chat,messages"),
+        wire={"invalid_request_accepted"},
+    ),
+    _row(
         "messages-blocks-overlap",
         "a stream of one block has nothing to overlap: K2 Thinking's answers stream a thinking "
         "block, then the text",

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from tests.conftest import KIMI_PROFILE, VerifierRun
 from verifier import resources
 from verifier.cases.negative import (
+    API_BASES,
     BASES,
     BEYOND_SCHEMA,
     MODEL,
@@ -53,25 +54,29 @@ from verifier.errors import (
     EndpointUnreachable,
 )
 from verifier.protocol.answers import ChatResult, parse_completion
+from verifier.protocol.apis import API_NAMES
 from verifier.protocol.requests import Chat, Raw
 from verifier.simulator.validation import Policy, request_problem
 
 ALL = len(bad_requests()) + len(edge_requests())
+OTHER_APIS = ("messages", "responses")
 CASE_ID = re.compile(resources.schema("common")["$defs"]["case_id"]["pattern"])
 
 
-def test_every_base_and_edge_request_is_valid_and_every_bad_one_is_not() -> None:
-    for name, base in BASES.items():
-        assert rejected_by_schema(base) is None, name
+@pytest.mark.parametrize("api", API_NAMES)
+def test_every_base_and_edge_request_is_valid_and_every_bad_one_is_not(api: str) -> None:
+    for name, base in API_BASES[api].items():
+        assert rejected_by_schema(base, api) is None, name
     for edge in edge_requests():
         assert rejected_by_schema(edge["request"]) is None, edge["id"]
-    for bad in bad_requests():
+    for bad in bad_requests(api):
+        assert bad.get("api", "chat") == api
         if bad["mutation"] in BEYOND_SCHEMA:
             # Well-formed: an image that cannot be had, a JSON Schema hard or impossible to meet.
-            assert rejected_by_schema(bad["request"]) is None, bad["id"]
+            assert rejected_by_schema(bad["request"], api) is None, bad["id"]
             continue
         if "request" in bad:
-            assert rejected_by_schema(bad["request"]) == bad["why"], bad["id"]
+            assert rejected_by_schema(bad["request"], api) == bad["why"], bad["id"]
             continue
         # Made on the bytes: not UTF-8, not JSON at all, or JSON whose reading is invalid.
         raw = bad["raw_body"].encode(bad.get("encoding", "utf-8"))
@@ -79,7 +84,7 @@ def test_every_base_and_edge_request_is_valid_and_every_bad_one_is_not() -> None
             body = json.loads(raw, parse_constant=_refuse)
         except ValueError:
             continue
-        assert rejected_by_schema(body) is not None, bad["id"]
+        assert rejected_by_schema(body, api) is not None, bad["id"]
 
 
 def _refuse(constant: str) -> object:
@@ -90,6 +95,13 @@ def test_every_field_of_the_schema_is_mutated_and_ids_are_unique_case_ids() -> N
     every = [*bad_requests(), *edge_requests()]
     assert set(schema_fields()) - {case["field"] for case in every} == set()
     assert len(schema_fields()) >= 50
+    # The other APIs': each field of their schemas their bases hold is mutated; their ids are
+    # their own.
+    for api in OTHER_APIS:
+        fields = {case["field"] for case in bad_requests(api)}
+        held = {field_name(path) for base in API_BASES[api].values() for path in _held(base)}
+        assert held & set(schema_fields(api)) - fields == set(), api
+        every += bad_requests(api)
     ids = [case["id"] for case in every]
     assert len(set(ids)) == len(ids)
     assert all(CASE_ID.fullmatch(case_id) for case_id in ids)
@@ -130,8 +142,10 @@ def _wire_codes(run: VerifierRun) -> set[str]:
 def _negative_run(
     run_verifier: Callable[..., VerifierRun], url: str, count: int, *options: str
 ) -> VerifierRun:
-    """The wire family with `count` generated cases, against a vendor with the Kimi profile."""
+    """The wire family with `count` generated cases per API, against a vendor with the Kimi
+    profile, over every API."""
     wire = ("--profile", KIMI_PROFILE, "--families", "wire", "--negative", str(count))
+    wire += ("--api", ",".join(API_NAMES))
     return run_verifier(url, *wire, *options)
 
 
@@ -140,11 +154,22 @@ def test_a_clean_vendor_passes_every_generated_case_and_the_coverage_is_in_the_s
     simulator: Callable[..., str], run_verifier: Callable[..., VerifierRun]
 ) -> None:
     url = simulator("--profile", KIMI_PROFILE)
+    # ALL per API: every case of each API's set (the others have fewer).
     run = _negative_run(run_verifier, url, ALL, "--concurrency", "8")
     assert _wire_codes(run) == set() and run.returncode == 0, run.stdout[-3000:]
-    negative = run.scorecard["families"]["wire"]["metrics"]["negative"]
+    wire = run.scorecard["families"]["wire"]
+    every = wire["metrics"]["negative"]["apis"]
+    assert every["chat"] == wire["apis"]["chat"]["metrics"]["negative"]
+    negative = every["chat"]
     assert negative["covered"] == negative["schema_fields"] == len(schema_fields())
     assert sum(f["cases"] for f in negative["fields"].values()) == ALL
+    for api in OTHER_APIS:
+        made = bad_requests(api)
+        fields = {case["field"] for case in made} & set(schema_fields(api))
+        assert every[api]["covered"] == len(fields) and every[api]["schema_fields"] == len(
+            schema_fields(api)
+        )
+        assert sum(f["cases"] for f in every[api]["fields"].values()) == len(made)
     settings = run.scorecard["settings"]
     assert settings["negative"] == {"cases": ALL, "seed": settings["seed"]}
 
@@ -165,38 +190,62 @@ def test_a_vendor_that_mishandles_bad_requests_fails_the_generated_ones_with_one
     code: str,
     options: tuple[str, ...],
 ) -> None:
-    # Twelve generated cases alone (the hand-written invalid ones are not selected).
+    # Twelve generated cases per API alone (the hand-written invalid ones are not selected).
     url = simulator("--profile", KIMI_PROFILE, "--defect", defect)
     selected = ("-k", "negative and not invalid", "--concurrency", "12")
     run = _negative_run(run_verifier, url, 12, *selected, *options)
     assert _wire_codes(run) == {code}, run.stdout[-3000:]
-    failed = run.scorecard["families"]["wire"]["counts"]["fail"]
+    wire = run.scorecard["families"]["wire"]
     seed = run.scorecard["settings"]["seed"]
-    rejects = sum(c.data["expect"] == "reject" for c in negative_cases(12, seed)[0])
-    assert failed == rejects
+    for api in API_NAMES:
+        made = negative_cases(12, seed, (api,))[0]
+        rejects = sum(c.data["expect"] == "reject" for c in made)
+        assert wire["apis"][api]["counts"]["fail"] == rejects, api
 
 
 def _bad(case_id: str) -> dict[str, Any]:
     return next(case for case in bad_requests() if case["id"] == case_id)
 
 
-@pytest.mark.parametrize("case", [c for c in bad_requests() if "path" in c], ids=lambda c: c["id"])
+@pytest.mark.parametrize(
+    "case",
+    [c for api in API_NAMES for c in bad_requests(api) if "path" in c],
+    ids=lambda c: c["id"],
+)
 def test_every_smaller_request_is_still_bad_only_by_the_change(case: dict[str, Any]) -> None:
+    api = case.get("api", "chat")
     original = case["request"]
     size = len(json.dumps(original))
     for candidate, path in itertools.islice(smaller(case, original, case["path"]), 6):
         assert len(json.dumps(candidate)) < size
         assert field_name(tuple(path)) == case["field"]
         if case["mutation"] in BEYOND_SCHEMA:
-            assert rejected_by_schema(candidate) is None
+            assert rejected_by_schema(candidate, api) is None
             continue
-        assert rejected_by_schema(candidate) is not None
+        assert rejected_by_schema(candidate, api) is not None
         restored = copy.deepcopy(candidate)
         parent = restored
         for step in path[:-1]:
             parent = parent[step]
-        parent[path[-1]] = _value_at(BASES[case["base"]], case["path"])
-        assert rejected_by_schema(restored) is None
+        parent[path[-1]] = _value_at(API_BASES[api][case["base"]], case["path"])
+        assert rejected_by_schema(restored, api) is None
+
+
+def _held(body: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every path below `body` (a tool's and a response's JSON Schema not entered)."""
+    found = [path] if path else []
+    if path and path[-1] in ("parameters", "schema", "input_schema"):
+        return found
+    items = (
+        body.items()
+        if isinstance(body, dict)
+        else enumerate(body)
+        if isinstance(body, list)
+        else ()
+    )
+    for key, value in items:
+        found += _held(value, (*path, key))
+    return found
 
 
 def _value_at(body: Any, path: list[Any]) -> Any:

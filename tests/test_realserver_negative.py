@@ -20,6 +20,8 @@ from tests.conftest import KIMI_VISION_PROFILE, verify
 from tests.llama.files import build
 from tests.llama.server import LlamaServer
 from tests.negative_outcomes import assert_recorded, generated
+from tests.negative_outcomes import every_case as every_outcome
+from verifier.cases.corpus import load_corpus
 from verifier.cases.negative import BEYOND_SCHEMA, NEEDS, every_case, rejected_by_schema
 
 pytestmark = [pytest.mark.realserver, pytest.mark.slow]
@@ -77,6 +79,41 @@ def test_every_generated_request_gets_its_recorded_outcome_from_llama_server(
         "messages[].content[].image_url.detail",
     }
     assert negative["covered"] == negative["schema_fields"] - len(uncovered)
+
+
+# The same grammar over the other APIs: a tool whose input schema no call satisfies.
+OTHER_EXHAUSTS_MEMORY = (
+    "negative-messages-tools-tools-n-input-schema-unsatisfiable-schema",
+    "negative-responses-tools-tools-n-parameters-unsatisfiable-schema",
+)
+
+
+def test_every_bad_request_over_messages_and_responses_gets_its_recorded_outcome(
+    llama_server: Callable[[str], LlamaServer], tmp_path: Path
+) -> None:
+    """Each API's own bad requests (its generated set, from its own request schema, and the
+    hand-written ones in its terms) to the stock process, through the API they are written
+    for; the image ones are unsupported there (no projector)."""
+    apis = ("messages", "responses")
+    made = {case["id"] for api in apis for case in every_case(api)}
+    run = verify(
+        llama_server("stock").url,
+        tmp_path / "out",
+        *("--api", ",".join(apis), "--profile", KIMI_VISION_PROFILE, "--families", "wire"),
+        *("--negative", str(len(every_case())), "--concurrency", "4"),
+        *("-k", f"(negative or invalid) and not ({' or '.join(OTHER_EXHAUSTS_MEMORY)})"),
+        timeout=900,
+    )
+    outcomes = _outcomes(tmp_path / "out")
+    # Each case through its one API (``negative-messages-...[messages]``).
+    ids = {case.partition("[")[0] for case in outcomes}
+    assert {case for case in ids if case.startswith("negative-")} == made - set(
+        OTHER_EXHAUSTS_MEMORY
+    ), run.stdout[-3000:]
+    assert {case for case in ids if case.startswith("invalid-")} == {
+        case.id for case in load_corpus(["wire"]).cases if case.data.get("api") in apis
+    }
+    assert_recorded(outcomes, "llama-stock-apis", every_outcome)
 
 
 def test_every_generated_image_request_gets_its_recorded_outcome_from_the_vision_process(

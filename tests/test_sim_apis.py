@@ -562,7 +562,9 @@ STREAMED = {
         responses(ASKS_JSON, text={"format": {"type": "json_object"}}),
     ),
     "thinking and a call": (
-        messages(ONE_CITY, tools=[MESSAGES_TOOL], thinking={"type": "enabled", "budget_tokens": 9}),
+        messages(
+            ONE_CITY, tools=[MESSAGES_TOOL], thinking={"type": "enabled", "budget_tokens": 1024}
+        ),
         responses(ONE_CITY, tools=[RESPONSES_TOOL], reasoning={"effort": "high"}),
     ),
     "logprobs": (
@@ -946,7 +948,7 @@ MESSAGES_ERRORS = [
         json.dumps(messages("hi", temperature=5)).encode(),
         400,
         "invalid_request_error",
-        "$.temperature: 5 is greater than the maximum of 2",
+        "$.temperature: 5 is greater than the maximum of 1",
     ),
     (
         json.dumps(

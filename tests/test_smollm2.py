@@ -511,9 +511,25 @@ class TestVllm:
 
 
 # vLLM over Messages and Responses: the kept tool-calling cases, every chat-template probe
-# (one token each) and three wire cases, one of each kind the other APIs get wrong or right.
-API_WIRE = ("shape-plain", "max-tokens-stream", "stop-string")
+# (one token each), three wire cases, one of each kind the other APIs get wrong or right, and
+# wire's bad requests written in each API's own terms.
+API_WIRE = (
+    "shape-plain",
+    "max-tokens-stream",
+    "stop-string",
+    "invalid-messages",
+    "invalid-responses",
+)
 API_RECORDINGS = Path(__file__).parent / "data" / "apis"
+RESPONSES_INVALID = (
+    "invalid-responses-content-type",
+    "invalid-responses-malformed-json",
+    "invalid-responses-negative-max-output-tokens",
+    "invalid-responses-tool-without-name",
+    "invalid-responses-unknown-model",
+    "invalid-responses-unknown-text-format",
+    "invalid-responses-wrong-role",
+)
 
 
 @pytest.fixture(scope="module")
@@ -537,7 +553,10 @@ def test_vllm_over_messages_and_responses(vllm_api_run: VerifierRun) -> None:
     """What vLLM 0.32's Anthropic and Responses routers get wrong, every outcome recorded.
 
     - Messages: a non-stream answer leaves out ``stop_sequence`` (required, null when no
-      sequence ended it): response_shape. An answer a stop sequence ended says so rightly
+      sequence ended it): response_shape. Eight of wire's ten bad requests in Messages' terms
+      are refused in another shape than Messages' error (error_shape); an empty ``messages``
+      and an unknown model are refused as Messages refuses. Responses refuses all seven of
+      its own rightly. An answer a stop sequence ended says so rightly
       (``stop_reason: "stop_sequence"``, the sequence named): wire's stop case passes.
       ``/v1/messages/count_tokens`` says what every answer billed.
     - Responses: a stream cut at ``max_output_tokens`` ends with ``response.completed``
@@ -555,8 +574,19 @@ def test_vllm_over_messages_and_responses(vllm_api_run: VerifierRun) -> None:
     wire = run.family("wire")["apis"]
     assert {api: set(entry["codes"]) for api, entry in wire.items()} == {
         "chat": set(),
-        "messages": {"response_shape"},
+        "messages": {"response_shape", "error_shape"},
         "responses": {"terminal_status_mismatch"},
+    }
+    refused = {
+        key: outcome.get("code") or outcome["status"]
+        for key, outcome in outcomes.items()
+        if key.startswith("wire/invalid-")
+    }
+    assert sorted(refused.values()).count("error_shape") == 8, refused
+    assert {k for k, v in refused.items() if v == "pass"} == {
+        "wire/invalid-messages-empty-messages[messages]",
+        "wire/invalid-messages-unknown-model[messages]",
+        *(f"wire/{c}[responses]" for c in RESPONSES_INVALID),
     }
     assert outcomes["wire/shape-plain[messages]"]["code"] == "response_shape"
     assert outcomes["wire/stop-string[messages]"]["status"] == "pass"

@@ -48,7 +48,7 @@ GENERATED = "negative-requests"
 # Where the run puts the model it tests; a mutation of the field replaces this placeholder.
 MODEL = "$MODEL"
 USER = {"role": "user", "content": "Say hi."}
-WEATHER = {
+WEATHER: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "get_weather",
@@ -181,11 +181,213 @@ BASES: dict[str, dict[str, Any]] = {
         "response_format": {"type": "json_object"},
     },
 }
+# The other APIs' valid requests, in their own terms (their references' request bodies): the
+# same requests where the API has words for them, and the fields only it has.
+MESSAGES_TOOL: dict[str, Any] = {
+    "name": "get_weather",
+    "description": "The weather in a city.",
+    "input_schema": WEATHER["function"]["parameters"],
+}
+RESPONSES_TOOL: dict[str, Any] = {"type": "function", **WEATHER["function"]}
+MESSAGES_BASES: dict[str, dict[str, Any]] = {
+    "plain": {
+        "model": MODEL,
+        "max_tokens": 8,
+        "messages": [USER],
+        "metadata": {"user_id": "verifier"},
+    },
+    "sampling": {
+        "model": MODEL,
+        "max_tokens": 8,
+        "messages": [USER],
+        "temperature": 0.7,
+        "top_p": 0.9,
+        "top_k": 40,
+        "stop_sequences": ["\n\n"],
+    },
+    "stream": {"model": MODEL, "max_tokens": 8, "messages": [USER], "stream": True},
+    "tools": {
+        "model": MODEL,
+        "max_tokens": 32,
+        "messages": [{"role": "user", "content": "Weather in Oslo?"}],
+        "tools": [MESSAGES_TOOL],
+        "tool_choice": {"type": "auto", "disable_parallel_tool_use": False},
+    },
+    "named_tool": {
+        "model": MODEL,
+        "max_tokens": 32,
+        "messages": [{"role": "user", "content": "Weather in Oslo?"}],
+        "tools": [MESSAGES_TOOL],
+        "tool_choice": {"type": "tool", "name": "get_weather"},
+    },
+    "tool_turn": {
+        "model": MODEL,
+        "max_tokens": 16,
+        "system": "You are brief.",
+        "messages": [
+            {"role": "user", "content": "Weather in Oslo?"},
+            {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "toolu_1",
+                        "name": "get_weather",
+                        "input": {"city": "Oslo"},
+                    }
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "toolu_1",
+                        "content": "12 C, rain",
+                        "is_error": False,
+                    }
+                ],
+            },
+        ],
+        "tools": [MESSAGES_TOOL],
+    },
+    "parts": {
+        "model": MODEL,
+        "max_tokens": 8,
+        "system": [{"type": "text", "text": "Be brief."}],
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "Say hi."}]}],
+    },
+    "image": {
+        "model": MODEL,
+        "max_tokens": 8,
+        "messages": [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "What colour is this?"},
+                    {
+                        "type": "image",
+                        "source": {
+                            "type": "base64",
+                            "media_type": "image/png",
+                            "data": PIXEL.partition("base64,")[2],
+                        },
+                    },
+                ],
+            }
+        ],
+    },
+    "thinking": {
+        "model": MODEL,
+        "max_tokens": 2048,
+        "thinking": {"type": "enabled", "budget_tokens": 1024},
+        "messages": [USER],
+    },
+}
+RESPONSES_BASES: dict[str, dict[str, Any]] = {
+    "plain": {"model": MODEL, "input": "Say hi.", "max_output_tokens": 16, "user": "verifier"},
+    "sampling": {
+        "model": MODEL,
+        "input": "Say hi.",
+        "max_output_tokens": 16,
+        "temperature": 0.7,
+        "top_p": 0.9,
+    },
+    "logprobs": {
+        "model": MODEL,
+        "input": "Say hi.",
+        "max_output_tokens": 16,
+        "top_logprobs": 2,
+        "include": ["message.output_text.logprobs"],
+    },
+    "stream": {"model": MODEL, "input": "Say hi.", "max_output_tokens": 16, "stream": True},
+    "tools": {
+        "model": MODEL,
+        "input": "Weather in Oslo?",
+        "max_output_tokens": 32,
+        "tools": [RESPONSES_TOOL],
+        "tool_choice": "auto",
+        "parallel_tool_calls": True,
+    },
+    "named_tool": {
+        "model": MODEL,
+        "input": "Weather in Oslo?",
+        "max_output_tokens": 32,
+        "tools": [RESPONSES_TOOL],
+        "tool_choice": {"type": "function", "name": "get_weather"},
+    },
+    "tool_turn": {
+        "model": MODEL,
+        "instructions": "You are brief.",
+        "input": [
+            {"role": "user", "content": "Weather in Oslo?"},
+            {
+                "type": "function_call",
+                "call_id": "call_1",
+                "name": "get_weather",
+                "arguments": '{"city": "Oslo"}',
+            },
+            {"type": "function_call_output", "call_id": "call_1", "output": "12 C, rain"},
+        ],
+        "max_output_tokens": 16,
+        "tools": [RESPONSES_TOOL],
+    },
+    "parts": {
+        "model": MODEL,
+        "input": [
+            {"role": "developer", "content": [{"type": "input_text", "text": "Be brief."}]},
+            {"role": "user", "content": [{"type": "input_text", "text": "Say hi."}]},
+        ],
+        "max_output_tokens": 16,
+    },
+    "image": {
+        "model": MODEL,
+        "input": [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "input_text", "text": "What colour is this?"},
+                    {"type": "input_image", "image_url": PIXEL, "detail": "low"},
+                ],
+            }
+        ],
+        "max_output_tokens": 16,
+    },
+    "json_schema": {
+        "model": MODEL,
+        "input": "Answer with a JSON object.",
+        "max_output_tokens": 16,
+        "text": {
+            "format": {
+                "type": "json_schema",
+                "name": "answer",
+                "description": "One field.",
+                "schema": ANSWER_SCHEMA,
+                "strict": True,
+            }
+        },
+    },
+    "json_object": {
+        "model": MODEL,
+        "input": "Answer with a JSON object.",
+        "max_output_tokens": 16,
+        "text": {"format": {"type": "json_object"}},
+    },
+}
+# Each API's valid requests, and the schema of its request body.
+API_BASES = {"chat": BASES, "messages": MESSAGES_BASES, "responses": RESPONSES_BASES}
+REQUEST_SCHEMAS = {
+    "chat": "chat_request",
+    "messages": "messages_request",
+    "responses": "responses_request",
+}
+# The field of each API's request that holds the conversation.
+CONVERSATION = {"chat": "messages", "messages": "messages", "responses": "input"}
 # What a base needs of the endpoint beyond chat.
 NEEDS = {"image": "vision"}
 # Subtrees that are JSON Schemas of their own (a tool's parameters, a response schema): their
 # insides are the model's contract with the caller, not the request's shape.
-OPAQUE = ("parameters", "schema")
+OPAQUE = ("parameters", "schema", "input_schema")
 
 
 # The replacement that deletes a field.
@@ -261,11 +463,16 @@ def _replaced(body: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[s
     return changed
 
 
-def rejected_by_schema(body: Any) -> str | None:
-    """The schema's complaint about a request body (its JSON path and message), or None."""
-    # The schema sees a model where the run fills one in (any non-empty string does).
-    error = best_match(resources.validator("chat_request").iter_errors(with_model(body, "m")))
+def rejected_by_schema(body: Any, api: str = "chat") -> str | None:
+    """The complaint of `api`'s request schema about a body (its JSON path and message), or None."""
+    error = _error(body, api)
     return None if error is None else f"{error.json_path}: {error.message}"
+
+
+def _error(body: Any, api: str) -> Any:
+    # The schema sees a model where the run fills one in (any non-empty string does).
+    validator = resources.validator(REQUEST_SCHEMAS[api])
+    return best_match(validator.iter_errors(with_model(body, "m")))
 
 
 def narrowed(body: Any, sampling: Mapping[str, Mapping[str, Any]], keep: str | None) -> Any:
@@ -299,29 +506,31 @@ def with_model(body: Any, model: str) -> Any:
 
 
 @functools.cache
-def bad_requests() -> tuple[dict[str, Any], ...]:
-    """Every bad request the bases and mutations give, the schema-rejected ones only.
+def bad_requests(api: str = "chat") -> tuple[dict[str, Any], ...]:
+    """Every bad request `api`'s bases and the mutations give, the schema-rejected ones only.
 
-    Each is ``{"id", "field", "mutation", "base", "request" | "raw_body", "why", "expect"}``,
-    in a fixed order; a field that several bases hold is mutated in the first base that holds
-    it. Made once per process, and kept in the verifier's cache under a digest of this module
-    and the schemas (validating every candidate takes a third of a second); not to be changed.
+    Each is ``{"id", "field", "mutation", "base", "request" | "raw_body", "why", "expect"}``
+    (and ``api`` for an API other than chat), in a fixed order; a field that several bases
+    hold is mutated in the first base that holds it. Made once per process, and kept in the
+    verifier's cache under a digest of this module and the schemas (validating every
+    candidate takes a third of a second); not to be changed.
     """
     key = hashlib.sha256(
-        Path(__file__).read_bytes() + resources.schemas_digest().encode()
+        Path(__file__).read_bytes() + resources.schemas_digest().encode() + api.encode()
     ).hexdigest()
     kept = cache.read(GENERATED, key)
     if kept is not None:
         return tuple(json.loads(kept))
-    made = _made()
+    made = _made(api)
     cache.write(GENERATED, key, json.dumps(made, ensure_ascii=False).encode())
     return made
 
 
-def _made() -> tuple[dict[str, Any], ...]:
+def _made(api: str) -> tuple[dict[str, Any], ...]:
     found: list[dict[str, Any]] = []
     seen: set[tuple[str, str]] = set()
-    for base_name, base in BASES.items():
+    bases = API_BASES[api]
+    for base_name, base in bases.items():
         for path, value in _paths(base):
             field = field_name(path)
             in_object = isinstance(path[-1], str)
@@ -329,23 +538,24 @@ def _made() -> tuple[dict[str, Any], ...]:
                 if (field, kind) in seen:
                     continue
                 body = _replaced(base, path, replacement)
-                why = rejected_by_schema(body)
+                why = rejected_by_schema(body, api)
                 if why is None:
                     continue
                 seen.add((field, kind))
                 found.append(
-                    _case(base_name, field, kind, {"request": body, "path": list(path)}, why)
+                    _case(base_name, field, kind, {"request": body, "path": list(path)}, why, api)
                 )
-    for kind, raw, why in _raw_mutations(BASES["plain"]):
-        found.append(_case("plain", "(body)", kind, {"raw_body": raw}, why))
+    plain = bases["plain"]
+    for kind, raw, why in _raw_mutations(plain, CONVERSATION[api]):
+        found.append(_case("plain", "(body)", kind, {"raw_body": raw}, why, api))
     # Latin-1 bytes: the text is valid JSON, only its encoding is wrong.
-    latin = {**BASES["plain"], "messages": [{"role": "user", "content": "Größe?"}]}
+    latin = {**plain, CONVERSATION[api]: [{"role": "user", "content": "Größe?"}]}
     encoded = {"raw_body": json.dumps(latin, ensure_ascii=False), "encoding": "latin-1"}
     why = "the body is Latin-1, where JSON must be UTF-8 (RFC 8259)"
-    found.append(_case("plain", "(body)", "not_utf8", encoded, why))
-    for base_name, path, kind, replacement, why, expect in _beyond_schema():
-        body = {"request": _replaced(BASES[base_name], path, replacement), "path": list(path)}
-        found.append(_case(base_name, field_name(path), kind, body, why, expect))
+    found.append(_case("plain", "(body)", "not_utf8", encoded, why, api))
+    for base_name, path, kind, replacement, why, expect in _beyond_schema(api):
+        body = {"request": _replaced(bases[base_name], path, replacement), "path": list(path)}
+        found.append(_case(base_name, field_name(path), kind, body, why, api, expect))
     return tuple(found)
 
 
@@ -403,21 +613,41 @@ PATHOLOGICAL: dict[str, tuple[dict[str, Any], str]] = {
 }
 # The mutations the request schema cannot see (the request is well-formed; what it asks is not).
 BEYOND_SCHEMA = frozenset({"unreachable_url", "undecodable_image", *PATHOLOGICAL})
-SCHEMA_PATHS = {
-    "tools": ("tools", 0, "function", "parameters"),
-    "json_schema": ("response_format", "json_schema", "schema"),
+# Where each API's requests hold a JSON Schema of the caller's: a tool's parameters, a
+# response's schema (Messages' structured output is not in every vendor's API: none here).
+SCHEMA_PATHS: dict[str, dict[str, tuple[Any, ...]]] = {
+    "chat": {
+        "tools": ("tools", 0, "function", "parameters"),
+        "json_schema": ("response_format", "json_schema", "schema"),
+    },
+    "messages": {"tools": ("tools", 0, "input_schema")},
+    "responses": {
+        "tools": ("tools", 0, "parameters"),
+        "json_schema": ("text", "format", "schema"),
+    },
+}
+UNREACHABLE = "https://image.invalid/pixel.png"
+NOT_PNG = "data:image/png;base64,aGVsbG8gd29ybGQ="
+# Where each API's image base holds its image, and that image unreachable or undecodable.
+IMAGES: dict[str, tuple[tuple[Any, ...], Any, Any]] = {
+    "chat": (("messages", 0, "content", 1, "image_url", "url"), UNREACHABLE, NOT_PNG),
+    "messages": (
+        ("messages", 0, "content", 1, "source"),
+        {"type": "url", "url": UNREACHABLE},
+        {"type": "base64", "media_type": "image/png", "data": NOT_PNG.partition("base64,")[2]},
+    ),
+    "responses": (("input", 0, "content", 1, "image_url"), UNREACHABLE, NOT_PNG),
 }
 
 
-def _beyond_schema() -> Iterator[tuple[str, tuple[Any, ...], str, Any, str, str]]:
+def _beyond_schema(api: str) -> Iterator[tuple[str, tuple[Any, ...], str, Any, str, str]]:
     """(base, path, kind, replacement, why, expect): bad requests the request schema cannot see.
 
     Well-formed, but asking for what cannot be had: an image that cannot be fetched or
     decoded, a JSON Schema no answer can satisfy (``reject``); or pathological JSON Schemas
     an endpoint may refuse or answer (``bounded``: no server error, no hang).
     """
-    url = ("messages", 0, "content", 1, "image_url", "url")
-    unreachable = "https://image.invalid/pixel.png"
+    url, unreachable, not_png = IMAGES[api]
     yield (
         "image",
         url,
@@ -426,17 +656,18 @@ def _beyond_schema() -> Iterator[tuple[str, tuple[Any, ...], str, Any, str, str]
         "the host is under .invalid, which never resolves (RFC 6761)",
         "reject",
     )
-    not_png = "data:image/png;base64,aGVsbG8gd29ybGQ="
     yield (
         "image",
         url,
         "undecodable_image",
         not_png,
-        "the data URL's bytes are not an image",
+        "the image's bytes are not an image",
         "reject",
     )
-    for base, path in SCHEMA_PATHS.items():
-        for kind, (schema, why) in PATHOLOGICAL.items():
+    for base, path in SCHEMA_PATHS[api].items():
+        for kind, (pathological, why) in PATHOLOGICAL.items():
+            # Messages' input_schema must say it is an object (its reference), beside any $ref.
+            schema = {"type": "object", **pathological} if api == "messages" else pathological
             # A response no value satisfies cannot be given; a tool no call satisfies
             # can still be left uncalled.
             expect = (
@@ -445,25 +676,33 @@ def _beyond_schema() -> Iterator[tuple[str, tuple[Any, ...], str, Any, str, str]
             yield base, path, kind, schema, why, expect
 
 
-def _raw_mutations(base: dict[str, Any]) -> Iterator[tuple[str, str, str]]:
+def _raw_mutations(base: dict[str, Any], key: str) -> Iterator[tuple[str, str, str]]:
     text = json.dumps(base)
     yield "cut_short", text[: len(text) // 2], "the body ends in the middle of the JSON"
     # Two values for one key: JSON's RFC says names should be unique, and parsers disagree on
     # which one wins; the second is invalid, so no reading of the body is a valid request.
-    doubled = text[:-1] + ', "messages": 5}'
-    yield "duplicate_key", doubled, "messages is given twice, the second time as a number"
+    doubled = text[:-1] + f', "{key}": 5}}'
+    yield "duplicate_key", doubled, f"{key} is given twice, the second time as a number"
     nan = json.dumps({**base, "temperature": math.nan})
     yield "non_finite", nan, "temperature is NaN, which JSON has no syntax for"
 
 
 def _case(
-    base: str, field: str, kind: str, body: dict[str, Any], why: str, expect: str = "reject"
+    base: str,
+    field: str,
+    kind: str,
+    body: dict[str, Any],
+    why: str,
+    api: str = "chat",
+    expect: str = "reject",
 ) -> dict[str, Any]:
     where = field.replace("[]", ".n")
-    slug = re.sub(r"[^a-z0-9]+", "-", f"{base}-{where}-{kind}".lower()).strip("-")
+    named = base if api == "chat" else f"{api}-{base}"
+    slug = re.sub(r"[^a-z0-9]+", "-", f"{named}-{where}-{kind}".lower()).strip("-")
     case_id = f"negative-{slug}"[:100]
     return {
         "id": case_id,
+        **({} if api == "chat" else {"api": api}),
         "field": field,
         "mutation": kind,
         "base": base,
@@ -520,16 +759,23 @@ def edge_requests() -> list[dict[str, Any]]:
         ),
     ]
     return [
-        _case("edge", field, kind, {"request": body}, "valid at the schema's boundary", "accept")
+        _case(
+            "edge",
+            field,
+            kind,
+            {"request": body},
+            "valid at the schema's boundary",
+            expect="accept",
+        )
         for field, kind, body in edges
     ]
 
 
 @functools.cache
-def schema_fields() -> tuple[str, ...]:
-    """Every field the request schema declares, as :func:`field_name` writes them."""
+def schema_fields(api: str = "chat") -> tuple[str, ...]:
+    """Every field `api`'s request schema declares, as :func:`field_name` writes them."""
     found: set[str] = set()
-    schema = resources.schema("chat_request")
+    schema = resources.schema(REQUEST_SCHEMAS[api])
 
     def walk(node: Any, path: str) -> None:
         if not isinstance(node, dict):
@@ -601,7 +847,7 @@ def smaller(
 
 # Never taken out: without its token limit, a smaller request asks for more work, not less
 # (a real model then writes until its context ends).
-KEPT = frozenset({("max_tokens",), ("max_completion_tokens",)})
+KEPT = frozenset({("max_tokens",), ("max_completion_tokens",), ("max_output_tokens",)})
 
 
 def _holds(part: tuple[Any, ...], path: list[Any]) -> bool:
@@ -622,38 +868,65 @@ class _Keeps:
     """Whether a smaller request is still bad only by `case`'s change (see :func:`smaller`)."""
 
     def __init__(self, case: dict[str, Any], body: dict[str, Any], path: list[Any]) -> None:
-        self.original = _at(BASES[case["base"]], case["path"])
+        self.api = case.get("api", "chat")
+        self.original = _at(API_BASES[self.api][case["base"]], case["path"])
         self.beyond = case["mutation"] in BEYOND_SCHEMA
-        where, self.said = _complaint(body) or ([], "")
+        where, self.said = _complaint(body, self.api) or ([], "")
         # The complaint is at the change or at what holds it (a missing key's object).
         self.depth = len(where) if where == path[: len(where)] else None
 
     def __call__(self, candidate: dict[str, Any], moved: list[Any]) -> bool:
+        api = self.api
         if self.beyond:
-            return rejected_by_schema(candidate) is None and _answers_calls(candidate)
-        if _complaint(candidate) != (moved[: self.depth], self.said) or self.depth is None:
+            return rejected_by_schema(candidate, api) is None and _answers_calls(candidate, api)
+        if _complaint(candidate, api) != (moved[: self.depth], self.said) or self.depth is None:
             return False
         restored = _replaced(candidate, tuple(moved), self.original)
-        return rejected_by_schema(restored) is None and _answers_calls(restored)
+        return rejected_by_schema(restored, api) is None and _answers_calls(restored, api)
 
 
-def _answers_calls(body: dict[str, Any]) -> bool:
-    """Every tool message answers a call an earlier assistant message made (the API's rule)."""
+def _answers_calls(body: dict[str, Any], api: str = "chat") -> bool:
+    """Every tool result answers a call made before it (each API's rule).
+
+    Chat: a tool message's ``tool_call_id``, an earlier assistant message's call; Messages:
+    a ``tool_result`` block's ``tool_use_id``, an earlier ``tool_use`` block's; Responses: a
+    ``function_call_output`` item's ``call_id``, an earlier ``function_call`` item's.
+    """
     called: set[Any] = set()
-    for message in body.get("messages") or []:
-        if not isinstance(message, dict):
+    for item in body.get(CONVERSATION[api]) or []:
+        if not isinstance(item, dict):
             continue
-        for call in message.get("tool_calls") or []:
-            if isinstance(call, dict):
-                called.add(call.get("id"))
-        if message.get("role") == "tool" and message.get("tool_call_id") not in called:
-            return False
+        for made, answered in _calls(item, api):
+            if answered:
+                if made not in called:
+                    return False
+            else:
+                called.add(made)
     return True
 
 
-def _complaint(body: Any) -> tuple[list[Any], str] | None:
-    """Where the schema's complaint about `body` is, and what it says; None for none."""
-    error = best_match(resources.validator("chat_request").iter_errors(with_model(body, "m")))
+def _calls(item: dict[str, Any], api: str) -> Iterator[tuple[Any, bool]]:
+    """(id, is an answer) for each call an item of the conversation makes or answers."""
+    if api == "chat":
+        for call in item.get("tool_calls") or []:
+            if isinstance(call, dict):
+                yield call.get("id"), False
+        if item.get("role") == "tool":
+            yield item.get("tool_call_id"), True
+    elif api == "messages":
+        blocks = item.get("content")
+        for block in blocks if isinstance(blocks, list) else []:
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                yield block.get("id"), False
+            elif isinstance(block, dict) and block.get("type") == "tool_result":
+                yield block.get("tool_use_id"), True
+    elif item.get("type") in ("function_call", "function_call_output"):
+        yield item.get("call_id"), item["type"] == "function_call_output"
+
+
+def _complaint(body: Any, api: str = "chat") -> tuple[list[Any], str] | None:
+    """Where `api`'s schema's complaint about `body` is, and what it says; None for none."""
+    error = _error(body, api)
     return None if error is None else (list(error.absolute_path), error.message)
 
 
@@ -683,25 +956,27 @@ def _moved(path: list[Any], deleted: tuple[Any, ...]) -> list[Any]:
     return path
 
 
-def every_case() -> list[dict[str, Any]]:
-    """The bad and the edge requests, in their fixed order."""
+def every_case(api: str = "chat") -> list[dict[str, Any]]:
+    """`api`'s bad requests and (chat's) edge requests, in their fixed order."""
+    if api != "chat":
+        return list(bad_requests(api))
     return [*bad_requests(), *edge_requests()]
 
 
-def default_count() -> int:
+def default_count(api: str = "chat") -> int:
     """``--negative``'s default: one case per field that has any, so every run covers them all."""
-    return len({case["field"] for case in every_case()})
+    return len({case["field"] for case in every_case(api)})
 
 
-def chosen(count: int, seed: int) -> list[dict[str, Any]]:
-    """`count` of the bad and edge requests, spread over the fields.
+def chosen(count: int, seed: int, api: str = "chat") -> list[dict[str, Any]]:
+    """`count` of `api`'s bad and edge requests, spread over the fields.
 
     Round-robin over the fields, each field's own cases and the fields' order shuffled by
     `seed`: any `count` covers as many fields as it can, and the same seed the same cases.
     """
     rng = random.Random(seed)
     by_field: dict[str, list[dict[str, Any]]] = {}
-    for case in every_case():
+    for case in every_case(api):
         by_field.setdefault(case["field"], []).append(case)
     queues = []
     for field in sorted(by_field):
@@ -717,10 +992,13 @@ def chosen(count: int, seed: int) -> list[dict[str, Any]]:
     return picked
 
 
-def negative_cases(count: int, seed: int) -> tuple[list[Case], str]:
-    """`count` generated wire cases (``check: generated``) and the sha256 that identifies them."""
+def negative_cases(
+    count: int, seed: int, apis: tuple[str, ...] = ("chat",)
+) -> tuple[list[Case], str]:
+    """`count` generated wire cases (``check: generated``) per API and their sha256."""
     cases = []
-    for number, data in enumerate(chosen(count, seed), start=1):
+    picked = [data for api in apis for data in chosen(count, seed, api)]
+    for number, data in enumerate(picked, start=1):
         entry = {**data, "check": "generated"}
         if data["base"] in NEEDS:
             entry["needs"] = NEEDS[data["base"]]

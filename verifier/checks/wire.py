@@ -170,7 +170,13 @@ API_CHECKS = frozenset({"shape", "stream", "parity", "usage", "max_tokens", "sto
 
 
 def case_apis(case: Case) -> tuple[str, ...]:
-    """The APIs a wire case is sent through: chat's own checks and generated requests, chat."""
+    """The APIs a wire case is sent through.
+
+    A bad request written in one API's terms (``api``), that API; the checks every API has
+    words for, each; chat's own checks, chat.
+    """
+    if "api" in case.data:
+        return (case.data["api"],)
     return API_NAMES if case.data.get("check") in API_CHECKS else ("chat",)
 
 
@@ -377,9 +383,10 @@ def _run_invalid(case: Case, ctx: RunContext) -> Graded:
     if "raw_body" in data:
         content_type = data.get("content_type", "application/json")
         request = Raw(data["raw_body"].encode(), content_type, "invalid")
-    elif "content_type" in data:
+    elif "content_type" in data or "api" in data:
+        # Another API's request is its own body, sent exactly: no chat body to render.
         body = json.dumps({"model": ctx.model, **data.get("request", {})}).encode()
-        request = Raw(body, data["content_type"], "invalid")
+        request = Raw(body, data.get("content_type", "application/json"), "invalid")
     else:
         chat_body = {"model": ctx.model, **data.get("request", {})}
         request = Chat(chat_body, "invalid", keep_persistent_5xx=True)
@@ -795,12 +802,16 @@ def cost(case: Case) -> float:
 
 
 def extra_cases(run: RunConfig) -> tuple[list[Case], str, str] | None:
-    """``--negative N``: N bad or edge requests generated from the run's seed, as cases."""
+    """``--negative N``: N bad or edge requests per API generated from the run's seed, as cases.
+
+    Each API's are made from its own request schema, for the APIs ``--api`` names (every
+    API without it: those the endpoint does not serve are not sent).
+    """
     if not run.negative:
         return None
     from ..cases.negative import negative_cases
 
-    cases, digest = negative_cases(run.negative, run.seed)
+    cases, digest = negative_cases(run.negative, run.seed, run.apis or API_NAMES)
     return cases, "wire/negative", digest
 
 

@@ -50,8 +50,6 @@ from ..protocol.requests import Chat, Count, Get, Post, Raw, Request, Retry
 from .redaction import Redactor, redact_url, secret_query_values, split_credentials
 from .transcript import Transcript
 
-# The chat API's protocol: raw bodies posted as they are are read as chat answers.
-CHAT = protocol_of("chat")
 # Sent when no key is configured: servers without auth ignore it, the SDK needs one.
 NO_KEY = "no-key"
 RETRY_AFTER_CAP = 60.0
@@ -405,34 +403,38 @@ class EndpointClient:
         label: str = "",
         stream: bool = False,
         retry: Retry = "ladder",
+        api: str = "chat",
     ) -> ChatResult:
-        """POST bytes as they are to ``/chat/completions`` (for malformed-request checks).
+        """POST bytes as they are to `api`'s route (for malformed-request checks).
 
         A 5xx that outlives the retries is returned, not raised: for a request that
         must be rejected, the server error is the finding. With `stream` (the bytes ask for
         one) an answer is read as a stream. `retry` is the request's (:class:`Raw`): with
         ``quick``, a server error gets one immediate retry while the endpoint is steady
         (:class:`Steadiness`), the ladder otherwise; with ``none`` the first answer stands.
+        The API's own headers go with the bytes, and its protocol module reads the answer.
         """
+        protocol = protocol_of(api)
         return self._with_retries(
             lambda: self._send(
                 lambda: self._sdk.post(
-                    "/chat/completions",
+                    ROUTES[api],
                     content=content,
-                    options={"headers": {"Content-Type": content_type}},
+                    options={"headers": {**self._api_headers(api), "Content-Type": content_type}},
                     cast_to=httpx2.Response,
                     stream=stream,
                 ),
-                _event_stream(CHAT) if stream else _whole_body(parse_completion),
+                _event_stream(protocol) if stream else _whole_body(protocol.parse_answer),
             ),
             body={"raw": content.decode("utf-8", "replace"), "content_type": content_type},
             stream=stream,
             label=label,
             keep_persistent_5xx=True,
-            url=f"{self.display_url}/chat/completions",
+            url=f"{self.display_url}{ROUTES[api]}",
             retry_non_json=True,
             retries=0 if retry == "none" else None,
             quick_5xx=retry == "quick",
+            parse=protocol.parse_answer,
         )
 
     @property
@@ -499,7 +501,8 @@ class EndpointClient:
     def send(self, request: Request, label: str, api: str = "chat") -> ChatResult:
         """Send a request a family or the probe described, labelled `label` in the transcript.
 
-        A chat request goes through `api` (see :meth:`chat`); the others are the chat API's own.
+        A chat request goes through `api` (see :meth:`chat`), raw bytes to its route; the
+        others are the chat API's own.
         """
         match request:
             case Chat():
@@ -517,6 +520,7 @@ class EndpointClient:
                     label=label,
                     stream=request.stream,
                     retry=request.retry,
+                    api=api,
                 )
             case Post():
                 return self.post_json(
@@ -546,13 +550,7 @@ class EndpointClient:
 
         A stream is read event by event, any other answer whole (by `read`, if given).
         """
-        headers: dict[str, str] = {}
-        if protocol.api == "messages":
-            # The Messages API's own headers (the key also goes as the bearer token, which
-            # the servers that speak both APIs read).
-            headers["anthropic-version"] = ANTHROPIC_VERSION
-            if self.has_key:
-                headers["x-api-key"] = self._sdk.api_key
+        headers = self._api_headers(protocol.api)
         return self._send(
             lambda: self._sdk.post(
                 route or ROUTES[protocol.api],
@@ -563,6 +561,17 @@ class EndpointClient:
             ),
             read or (_event_stream(protocol) if stream else _whole_body(protocol.parse_answer)),
         )
+
+    def _api_headers(self, api: str) -> dict[str, str]:
+        """The headers `api` asks for beyond the bearer token (Messages' version and key)."""
+        if api != "messages":
+            return {}
+        # The Messages API's own headers (the key also goes as the bearer token, which the
+        # servers that speak both APIs read).
+        headers = {"anthropic-version": ANTHROPIC_VERSION}
+        if self.has_key:
+            headers["x-api-key"] = self._sdk.api_key
+        return headers
 
     def _send(self, respond: Callable[[], httpx2.Response], read: _Reader) -> ChatResult:
         """Send with `respond` and read the answer with `read`, timed; the response is closed."""

@@ -56,7 +56,7 @@ Retry = Literal["ladder", "quick", "none"]
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Raw:
-    """Bytes ``POST``ed as they are to ``/chat/completions`` (malformed-request checks).
+    """Bytes ``POST``ed as they are to the case's API's route (malformed-request checks).
 
     `stream`: the bytes ask for a stream, so an answer that comes is read as one.
     `retry`: how a fault is retried: ``ladder``, the client's retries with

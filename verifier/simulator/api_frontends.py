@@ -21,6 +21,9 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, Protocol
 
+from jsonschema.exceptions import best_match
+
+from .. import resources
 from ..reference.dialect import DEFAULT_FIELD
 from .validation import Rejection
 
@@ -89,6 +92,18 @@ class _Unreadable(Exception):
     ) -> None:
         super().__init__(message)
         self.rejection = Rejection(status, message, code, param)
+
+
+def native_problem(api: str, body: Any) -> Rejection | None:
+    """A Messages or Responses body against its API's request schema, as its reference has it.
+
+    The clean vendor refuses what the reference refuses, with the first complaint's path.
+    """
+    error = best_match(resources.validator(f"{api}_request").iter_errors(body))
+    if error is None:
+        return None
+    param = str(error.absolute_path[0]) if error.absolute_path else None
+    return Rejection(400, f"{error.json_path}: {error.message}", param=param)
 
 
 def chat_request(api: str, body: Any, *, counting: bool = False) -> dict[str, Any] | Rejection:

@@ -181,6 +181,19 @@ MESSAGES_STOP_SEQUENCE_AS_END_TURN = _define(
     "over Anthropic Messages, says stop_reason end_turn for an answer a stop sequence ended, "
     "naming the sequence in stop_sequence",
 )
+MESSAGES_ERRORS_CHAT_SHAPED = _define(
+    "messages-errors-chat-shaped",
+    "wire",
+    "over Anthropic Messages, refuses a request with chat completions' error object "
+    '({"error": {"message", ...}}), not the Messages error ({"type": "error", "error": '
+    '{"type", "message"}})',
+)
+MESSAGES_MAX_TOKENS_DEFAULTED = _define(
+    "messages-max-tokens-defaulted",
+    "wire",
+    "over Anthropic Messages, answers a request without max_tokens (which the Messages API "
+    "requires) with a default of its own",
+)
 TRANSLATED_ARGUMENTS_ESCAPED = _define(
     "translated-arguments-escaped",
     "tool_calling",

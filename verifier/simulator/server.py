@@ -14,6 +14,7 @@ that the probe is not what a fault test measures.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import select
@@ -44,6 +45,7 @@ from .api_frontends import (
     cut_said_completed,
     cut_said_ended,
     error_answer,
+    native_problem,
     stream_translator,
 )
 from .defects import (
@@ -66,6 +68,8 @@ from .defects import (
     INVALID_REQUEST_SLOWS,
     KV_CACHE_DIVERGENCE,
     MESSAGES_BLOCKS_OVERLAP,
+    MESSAGES_ERRORS_CHAT_SHAPED,
+    MESSAGES_MAX_TOKENS_DEFAULTED,
     MESSAGES_NAMED_TOOL_CHOICE_LOST,
     MESSAGES_STOP_SEQUENCE_AS_END_TURN,
     MISSING_REASONING_500,
@@ -96,6 +100,8 @@ GARBAGE = (
 # How often a held request (fault-timeout) looks whether its client has hung up.
 HOLD_POLL = 0.1
 CHAT_ROUTE = "/v1/chat/completions"
+# What the messages-max-tokens-defaulted defect fills in for a Messages request without one.
+DEFAULT_MAX_TOKENS = 4096
 
 
 def error_body(
@@ -291,7 +297,10 @@ class Handler(BaseHTTPRequestHandler):
 
     def _send_json(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
         """Send `body`; an error in the shape of the API the route speaks."""
-        if status >= 400:
+        chat_shaped = self.api == "messages" and self.server.defects.has(
+            MESSAGES_ERRORS_CHAT_SHAPED
+        )
+        if status >= 400 and not chat_shaped:
             body = error_answer(self.api, status, body)
         self._send_bytes(status, json.dumps(body).encode("utf-8"), headers)
 
@@ -441,10 +450,22 @@ class Handler(BaseHTTPRequestHandler):
     def _translated(self, native: Any, *, counting: bool = False) -> tuple[Any, Rejection | None]:
         """The chat request a body asks for (itself, on the chat route), and why it is refused."""
         api = self.api
+        defaulted = api == "messages" and self.server.defects.has(MESSAGES_MAX_TOKENS_DEFAULTED)
+        if defaulted and isinstance(native, dict) and "max_tokens" not in native:
+            native = {**native, "max_tokens": DEFAULT_MAX_TOKENS}
         request = native if api is None else chat_request(api, native, counting=counting)
         if isinstance(request, Rejection):
             return None, request
-        return self._lossy(request, native), request_problem(request, self.server.policy)
+        # What the translation read, held to the API's reference (it names its own mistakes
+        # first, in words of its own).
+        refused = None if api is None or counting else native_problem(api, native)
+        if refused is not None:
+            return None, refused
+        problem = request_problem(request, self.server.policy)
+        if problem is not None and api is not None:
+            # The chat request's field is not the API's own: a refusal names none.
+            problem = dataclasses.replace(problem, param=None)
+        return self._lossy(request, native), problem
 
     def _lossy(self, request: dict[str, Any], native: Any) -> dict[str, Any]:
         """The translated request as a lossy gateway leaves it: a named tool choice lost."""

@@ -19,7 +19,15 @@ import re
 from collections.abc import Generator, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ...cases.negative import BASES, MODEL, narrowed, schema_fields, smaller, with_model
+from ...cases.negative import (
+    BASES,
+    MODEL,
+    USER,
+    narrowed,
+    schema_fields,
+    smaller,
+    with_model,
+)
 from ...errors import EndpointError, EndpointStatusError, EndpointTimeout
 from ...outcome import CaseRecord, Finding
 from ...protocol.answers import ChatResult
@@ -87,7 +95,7 @@ def run_generated(case: Case, ctx: RunContext) -> Graded:
     content = sent.encode(data.get("encoding", "utf-8"))
     # The next user's request, right after the bad one, is a plain one any endpoint answers;
     # the same request just before is its control.
-    plain = Chat({**BASES["plain"], "model": ctx.model}, "before")
+    plain = Chat(_plain(ctx.model, case.api), "before")
     control = None if accept else (yield from _answer_or_error(plain))
     dropped: EndpointError | None = None
     # A valid edge request must be answered: its server errors get the whole retry ladder.
@@ -127,6 +135,13 @@ def run_generated(case: Case, ctx: RunContext) -> Graded:
             for f in findings
         ]
     return findings, {**metrics, "requests": requests + sends}
+
+
+def _plain(model: str, api: str) -> dict[str, Any]:
+    """The plain request: chat's plain base; through another API, what every API can say."""
+    if api == "chat":
+        return {**BASES["plain"], "model": model}
+    return {"model": model, "messages": [USER], "max_tokens": BASES["plain"]["max_tokens"]}
 
 
 def _graded(
@@ -353,9 +368,21 @@ def negative_coverage(records: Iterable[CaseRecord]) -> dict[str, Any]:
     Every field the schema declares is listed, those no generated case touched with none; a
     field of ``(body)`` stands for the mutations of the body's bytes. A case the endpoint
     could not be asked (an image request where images are not taken) covers nothing; it is
-    counted as ``unsupported``.
+    counted as ``unsupported``. Records of several APIs give each API's coverage, of its own
+    request schema, under ``apis``.
     """
-    fields: dict[str, dict[str, Any]] = {name: _no_cases() for name in schema_fields()}
+    by_api: dict[str, list[CaseRecord]] = {}
+    for record in records:
+        by_api.setdefault(record.api, []).append(record)
+    if len(by_api) > 1:
+        return {"apis": {api: _coverage(api, chosen) for api, chosen in by_api.items()}}
+    api, chosen = next(iter(by_api.items()))
+    return _coverage(api, chosen)
+
+
+def _coverage(api: str, records: list[CaseRecord]) -> dict[str, Any]:
+    declared = schema_fields(api)
+    fields: dict[str, dict[str, Any]] = {name: _no_cases() for name in declared}
     for record in records:
         metrics = record.outcome.metrics
         entry = fields.setdefault(metrics["field"], _no_cases())
@@ -365,7 +392,6 @@ def negative_coverage(records: Iterable[CaseRecord]) -> dict[str, Any]:
         entry["cases"] += 1
         entry["failed"] += record.status == "fail"
         entry["mutations"] = sorted({*entry["mutations"], metrics["mutation"]})
-    declared = schema_fields()
     return {
         "schema_fields": len(declared),
         "covered": sum(fields[name]["cases"] > 0 for name in declared),
