@@ -18,9 +18,14 @@ offers smaller ones still, for the search that shrinks a failure.
 names in a tool's parameters, an empty description, a tool name of 64 characters, a large
 enumeration): an endpoint must answer them.
 
-``--negative N`` takes N of them (default: one per field, :func:`default_count`), spread over
-the fields in a seeded order, so that any N covers as many fields as it can; the same seed
-gives the same cases.
+The other APIs get bad requests of their own the same way: valid requests in their terms
+(:data:`MESSAGES_BASES`, :data:`RESPONSES_BASES`) mutated and kept where their own request
+schema (``messages_request``, ``responses_request``) rejects the result, each case carrying
+its ``api``; edge requests are chat's alone.
+
+``--negative N`` takes N of them per API (default: one per field of chat's schema,
+:func:`default_count`), spread over the fields in a seeded order, so that any N covers as many
+fields as it can; the same seed gives the same cases.
 """
 
 from __future__ import annotations
