@@ -178,6 +178,15 @@ ROWS: tuple[Row, ...] = (
         wire={"invalid_request_accepted"},
     ),
     _row(
+        "messages-cache-double-counted",
+        "every Messages answer bills the prompt and most of it again: the counting route, "
+        "which counts the prompt once, disagrees with that bill, and tool calling's twins bill "
+        "more than chat's",
+        verifier=("--api", "chat,messages"),
+        chat_template={"cached_tokens_double_counted", "count_tokens_disagrees"},
+        tool_calling={"cross_api_prompt_tokens_differ"},
+    ),
+    _row(
         "messages-blocks-overlap",
         "a stream of one block has nothing to overlap: K2 Thinking's answers stream a thinking "
         "block, then the text",

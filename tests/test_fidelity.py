@@ -222,3 +222,22 @@ def test_count_findings_by_differences(kimi: Profile) -> None:
 def test_first_difference() -> None:
     assert first_difference([1, 2, 3], [1, 2, 4]) == 2
     assert first_difference([1, 2], [1, 2, 3]) == 2
+
+
+def test_a_count_that_adds_the_cached_input_again_names_the_double_count(kimi: Profile) -> None:
+    """The answers said how much came from the cache, and each count is the reference's plus
+    exactly that: the cache counted twice. One conversation whose count is not is no such."""
+    a, b = Conversation(USER), Conversation(SYSTEM)
+    exact_a, exact_b = (len(reference(kimi, c).ids) for c in (a, b))
+    case = [
+        (b, Observed(2 * exact_b - 1, cached=exact_b - 1)),
+        (a, Observed(2 * exact_a - 1, cached=exact_a - 1)),
+    ]
+    found = grade(kimi, "system", case)
+    assert codes(found) == ["cached_tokens_double_counted"]
+    assert found[0].expected == exact_b and found[0].actual == 2 * exact_b - 1
+    other = [case[0], (a, Observed(exact_a + 5, cached=exact_a - 1))]
+    assert "cached_tokens_double_counted" not in codes(grade(kimi, "system", other))
+    # Nothing said to be cached: nothing singles the cache out.
+    none = [(b, Observed(exact_b + 3, cached=0))]
+    assert codes(grade(kimi, "system", none)) != ["cached_tokens_double_counted"]

@@ -422,7 +422,12 @@ def message(*content: dict[str, Any], stop_reason: Any = "end_turn", **extra: An
         "content": list(content),
         "stop_reason": stop_reason,
         "stop_sequence": None,
-        "usage": {"input_tokens": 12, "output_tokens": 7},
+        "usage": {
+            "input_tokens": 12,
+            "output_tokens": 7,
+            "cache_creation_input_tokens": None,
+            "cache_read_input_tokens": None,
+        },
     }
     return {**body, **extra}
 
@@ -584,6 +589,30 @@ def test_usage_without_counts_is_a_problem_and_no_usage(usage: Any, code: str) -
     assert result.usage is None and result.usage_source is None
 
 
+@pytest.mark.parametrize(
+    ("usage", "absent"),
+    [
+        (
+            {"input_tokens": 3, "output_tokens": 2},
+            ["cache_creation_input_tokens", "cache_read_input_tokens"],
+        ),
+        (
+            {"input_tokens": 1, "output_tokens": 2, "cache_read_input_tokens": 2},
+            ["cache_creation_input_tokens"],
+        ),
+    ],
+)
+def test_usage_without_its_cache_counts_is_a_problem_but_still_counts(
+    usage: dict[str, Any], absent: list[str]
+) -> None:
+    """The reference requires both cache counts (null when nothing was cached), as
+    llama-server leaves out the creation count; the prompt is still what was given."""
+    result = parse(message(text("x"), usage=usage))
+    assert codes(result) == ["cache_usage_missing"]
+    assert all(name in result.problems[0].message for name in absent)
+    assert result.usage is not None and result.usage["prompt_tokens"] == 3
+
+
 def test_a_messages_error_body_is_read_without_problems() -> None:
     error = {"type": "error", "error": {"type": "invalid_request_error", "message": "bad"}}
     result = parse(error, status=400)
@@ -719,7 +748,12 @@ MIXED = message(
     text("Checking Zürich."),
     tool_use("toolu_1", "get_weather", {"city": "Zürich", "days": 2}),
     stop_reason="tool_use",
-    usage={"input_tokens": 30, "cache_read_input_tokens": 100, "output_tokens": 25},
+    usage={
+        "input_tokens": 30,
+        "cache_creation_input_tokens": None,
+        "cache_read_input_tokens": 100,
+        "output_tokens": 25,
+    },
 )
 PING = {"type": "ping"}
 
@@ -815,8 +849,9 @@ BLOCKS = st.one_of(
     st.just({"type": "redacted_thinking", "data": "b3BhcXVl"}),
 )
 USAGES = st.fixed_dictionaries(
-    {"input_tokens": st.integers(0, 10**6), "output_tokens": st.integers(0, 10**6)},
-    optional={
+    {
+        "input_tokens": st.integers(0, 10**6),
+        "output_tokens": st.integers(0, 10**6),
         "cache_creation_input_tokens": st.none() | st.integers(0, 1000),
         "cache_read_input_tokens": st.none() | st.integers(0, 1000),
     },
@@ -1139,4 +1174,6 @@ def test_a_real_servers_stream_with_overlapping_blocks_is_read_and_its_order_rep
     assert [(p.code, p.where) for p in result.problems] == [
         ("content_block_not_stopped", "event 4"),
         ("content_block_stop_mismatch", "event 14"),
+        # Its usage says what was read from the cache, and nothing of what was written to it.
+        ("cache_usage_missing", "event 16"),
     ]

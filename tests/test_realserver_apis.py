@@ -256,13 +256,20 @@ def test_over_messages_an_answer_a_stop_sequence_ended_says_end_turn(
     but says ``stop_reason: "end_turn"``, where the Messages API says ``stop_sequence``: the
     same request without it goes on with "!" where the answer stopped. Over chat the same
     cases pass (chat's finish_reason is ``stop`` either way); Responses has no stop
-    sequences."""
+    sequences. Every Messages answer's usage leaves out ``cache_creation_input_tokens``
+    (required, null when nothing was written to the cache): cache_usage_missing."""
     outcomes = api_run.outcomes()
     for case in STOPS:
         assert outcomes[f"wire/{case}"]["status"] == "pass", case
         messages = outcomes[f"wire/{case}[messages]"]
-        assert {f["code"] for f in messages["findings"]} == {"stop_reason_mismatch"}, case
-        (finding,) = {f["attempt"]: f for f in messages["findings"]}.values()
+        codes = {f["code"] for f in messages["findings"]}
+        assert codes == {"stop_reason_mismatch", "cache_usage_missing"}, case
+        missing = [f for f in messages["findings"] if f["code"] == "cache_usage_missing"]
+        assert all("cache_creation_input_tokens" in f["message"] for f in missing)
+        assert all("cache_read_input_tokens" not in f["message"] for f in missing)
+        (finding,) = {
+            f["attempt"]: f for f in messages["findings"] if f["code"] == "stop_reason_mismatch"
+        }.values()
         assert finding["actual"]["stop_reason"] == "end_turn"
         assert finding["expected"] == {
             "stop_reason": "stop_sequence",
@@ -305,7 +312,8 @@ def test_reasoning_over_messages_streams_its_thinking_block_across_the_text(
     text's deltas, then stops it: wire's stream case fails on the grammar
     (content_block_not_stopped, content_block_stop_mismatch, delta_outside_block). The calls
     themselves arrive whole, so tool calling passes over Messages as over chat; over
-    Responses usage still has no ``output_tokens_details``."""
+    Responses usage still has no ``output_tokens_details``, and over Messages none has
+    ``cache_creation_input_tokens``."""
     outcomes = thinking_run.outcomes()
     assert_recorded(outcomes, "llama-thinking", every_case, RECORDINGS)
     stream = outcomes["wire/stream-plain[messages]"]
@@ -313,8 +321,10 @@ def test_reasoning_over_messages_streams_its_thinking_block_across_the_text(
         "content_block_not_stopped",
         "content_block_stop_mismatch",
         "delta_outside_block",
+        "cache_usage_missing",
     }
     family = thinking_run.scorecard["families"]["tool_calling"]
     assert family["apis"]["messages"]["verdict"] == "pass"
-    assert outcomes["wire/stop-string[messages]"]["code"] == "stop_reason_mismatch"
+    stop = outcomes["wire/stop-string[messages]"]["findings"]
+    assert {f["code"] for f in stop} == {"stop_reason_mismatch", "cache_usage_missing"}
     assert outcomes["wire/shape-plain[responses]"]["code"] == "response_shape"

@@ -237,6 +237,21 @@ def test_usage_total() -> None:
 
 
 @pytest.mark.parametrize(
+    ("details", "part"),
+    [("prompt_tokens_details", "cached_tokens"), ("completion_tokens_details", "reasoning_tokens")],
+)
+def test_a_part_of_a_count_may_not_exceed_it(details: str, part: str) -> None:
+    data = json.loads(json.dumps(GOOD))
+    whole = data["usage"]["prompt_tokens" if part == "cached_tokens" else "completion_tokens"]
+    data["usage"][details] = {part: whole}
+    assert usage_findings(body(data)) == []
+    data["usage"][details] = {part: whole + 1}
+    (found,) = usage_findings(body(data))
+    assert found.code == "usage_details_inconsistent" and found.actual == whole + 1
+    assert found.json_path == f"$.usage.{details}.{part}"
+
+
+@pytest.mark.parametrize(
     ("status", "data", "code"),
     [
         (200, GOOD, "invalid_request_accepted"),

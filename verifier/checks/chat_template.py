@@ -19,6 +19,8 @@ singles it out (see :mod:`.support.renderings`): ``special_token_injection``,
 ``partial_prefill_ignored`` (a final assistant message marked ``partial: true`` answered
 instead of continued, where the model's contract documents partial mode; without that, the
 ``partial`` probe is unsupported).
+A count that is the reference's plus the cached input the answer reported, in every
+conversation, is ``cached_tokens_double_counted`` (checked before the causes above).
 Otherwise the code says what was observed: ``prompt_tokens_skew`` (every count off
 by the same amount while the difference, or the ids, agree),
 ``tools_rendered_differently`` (the baseline agrees and adding the tools does
@@ -67,14 +69,16 @@ def _body(ctx: RunContext, conversation: Conversation) -> dict[str, Any]:
 
 def _prompt_tokens(
     ctx: RunContext, conversation: Conversation, name: str
-) -> Generator[Chat, ChatResult, int]:
+) -> Generator[Chat, ChatResult, tuple[int, int | None]]:
+    """The conversation's prompt_tokens, and the part of it the answer says was cached."""
     result = yield Chat(_body(ctx, conversation), name)
     if not result.ok:
         raise Rejected(result)
     value = counted(result, name)
     if value is None:
         raise Unsupported(NO_PROMPT_TOKENS)
-    return value
+    cached = ((result.usage or {}).get("prompt_tokens_details") or {}).get("cached_tokens")
+    return value, cached if isinstance(cached, int) and not isinstance(cached, bool) else None
 
 
 def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -165,8 +169,11 @@ def _conversations(case: Case) -> list[Conversation]:
 
 def _counts(
     ctx: RunContext, profile: Profile, conversations: Sequence[Conversation]
-) -> Generator[Chat, ChatResult, tuple[list[int], list[int]] | Outcome]:
-    """The reference's and the endpoint's prompt_tokens of each conversation, or why not."""
+) -> Generator[Chat, ChatResult, tuple[list[int], list[tuple[int, int | None]]] | Outcome]:
+    """Each conversation's prompt_tokens, by the reference and by the endpoint, or why not.
+
+    The endpoint's come with the part of each its answer said was cached.
+    """
     try:
         expected = [len(reference(profile, c).ids) for c in conversations]
         counts = []
@@ -208,13 +215,14 @@ def run(case: Case, ctx: RunContext) -> Exchange:
     counted = yield from _counts(ctx, profile, conversations)
     if isinstance(counted, Outcome):
         return counted
-    expected, counts = counted
+    expected, answered = counted
+    counts = [count for count, _ in answered]
     deltas = {counts[0] - c for c in counts[1:]} != {expected[0] - e for e in expected[1:]}
     off = counts[0] != expected[0] or deltas
     observed = []
-    for conversation, count, name in zip(conversations, counts, "ba", strict=False):
+    for conversation, (count, cached), name in zip(conversations, answered, "ba", strict=False):
         if name == "b" or off:
-            seen = yield from observe(ctx, conversation, count, name, full=off)
+            seen = yield from observe(ctx, conversation, count, name, full=off, cached=cached)
             observed.append((conversation, seen))
     findings = grade(profile, case.data["probe"], observed)
     routed: dict[str, Any] = {}

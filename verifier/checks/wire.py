@@ -25,7 +25,10 @@ each case's metrics); this family's own cases fail on them. Codes:
   and parity cases): every problem their protocol modules record, by its own code
   (``content_block_not_stopped``, ``sequence_number_missing``, ``done_text_mismatch``...: see
   :mod:`verifier.protocol.messages`, :mod:`verifier.protocol.responses`);
-- usage: ``usage_missing``, ``usage_total_wrong``; completion_tokens against what the answer
+- usage: ``usage_missing``, ``usage_total_wrong``, ``usage_details_inconsistent`` (cached
+  input above the prompt count, reasoning above the completion count; over Messages, the
+  cache counts its reference requires: ``cache_usage_missing``); completion_tokens against
+  what the answer
   delivered is output accounting's, on every family's answers (:mod:`.support.accounting`:
   ``undelivered_tokens``, ``completion_tokens_mismatch``);
 - profile policies: ``sampling_limit_not_enforced`` (a value outside the model's limits
@@ -215,7 +218,10 @@ def usage_chunk_findings(
 
 
 def usage_findings(result: ChatResult, attempt: str | None = None) -> list[Finding]:
-    """Usage present and consistent: total = prompt + completion (pure)."""
+    """Usage present and consistent: total = prompt + completion, no part larger than its count.
+
+    The parts: cached input of the prompt, reasoning of the completion (pure).
+    """
     usage = result.usage
     if usage is None:
         return [Finding("usage_missing", "the answer has no usage object", attempt=attempt)]
@@ -223,8 +229,9 @@ def usage_findings(result: ChatResult, attempt: str | None = None) -> list[Findi
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
         return []  # a shape problem: response_shape / chunk_shape name it
     prompt, completion, total = cast(list[int], values)  # all three are ints, checked above
+    findings = []
     if total != prompt + completion:
-        return [
+        findings.append(
             Finding(
                 "usage_total_wrong",
                 f"total_tokens {total} is not prompt_tokens {prompt} + "
@@ -234,8 +241,24 @@ def usage_findings(result: ChatResult, attempt: str | None = None) -> list[Findi
                 actual=total,
                 attempt=attempt,
             )
-        ]
-    return []
+        )
+    for details, part, whole, count in (
+        ("prompt_tokens_details", "cached_tokens", "prompt_tokens", prompt),
+        ("completion_tokens_details", "reasoning_tokens", "completion_tokens", completion),
+    ):
+        given = (usage.get(details) or {}).get(part)
+        if isinstance(given, int) and not isinstance(given, bool) and given > count:
+            findings.append(
+                Finding(
+                    "usage_details_inconsistent",
+                    f"{details}.{part} {given} is more than the {whole} it is part of, {count}",
+                    f"$.usage.{details}.{part}",
+                    expected=f"at most {count}",
+                    actual=given,
+                    attempt=attempt,
+                )
+            )
+    return findings
 
 
 def _text_tokens(choice: Choice, tokenizer: Tokenizer) -> int:

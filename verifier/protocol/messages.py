@@ -440,6 +440,17 @@ def _chat_usage(native: Any, problems: list[Problem], where: str | None) -> dict
         found = ", ".join(f"{key}={native.get(key)!r}" for key in bad)
         problems.append(Problem("usage_malformed", f"usage counts are not counts: {found}", where))
         return None
+    absent = [key for key in _CACHE_FIELDS if key not in native]
+    if absent:
+        # Required by the reference (null when nothing was cached): without them a client
+        # cannot tell what its input cost, nor whether caching works.
+        problems.append(
+            Problem(
+                "cache_usage_missing",
+                f"usage leaves out {' and '.join(absent)} (null when nothing was cached)",
+                where,
+            )
+        )
     prompt = native["input_tokens"] + sum(native.get(key) or 0 for key in _CACHE_FIELDS)
     completion = native["output_tokens"]
     usage: dict[str, Any] = {

@@ -640,7 +640,12 @@ def error_answer(api: str | None, status: int, body: Any) -> Any:
 
 
 def answer_body(
-    api: str, completion: Mapping[str, Any], request: Any, ended: Ended | None = None
+    api: str,
+    completion: Mapping[str, Any],
+    request: Any,
+    ended: Ended | None = None,
+    *,
+    double_counted: bool = False,
 ) -> dict[str, Any]:
     """A chat.completion object as the API's answer: a Messages message or a Response.
 
@@ -649,9 +654,11 @@ def answer_body(
         completion: the chat answer.
         request: the request as sent (a Response echoes its settings).
         ended: the stop sequence that ended the answer, which a Message names.
+        double_counted: a Message's usage says the prompt but its last token was read from
+            the cache, and counts it in input_tokens as well (``messages-cache-double-counted``).
     """
     if api == MESSAGES:
-        return message_object(completion, ended)
+        return message_object(completion, ended, double_counted=double_counted)
     return response_object(completion, request)
 
 
@@ -675,7 +682,9 @@ class Ended(NamedTuple):
         return {"stop_reason": stop_reason(finish), "stop_sequence": None}
 
 
-def message_object(completion: Mapping[str, Any], ended: Ended | None = None) -> dict[str, Any]:
+def message_object(
+    completion: Mapping[str, Any], ended: Ended | None = None, *, double_counted: bool = False
+) -> dict[str, Any]:
     """A chat.completion object as a Messages ``message``: thinking, text, tool_use blocks."""
     choice = _first_choice(completion)
     message = _object(choice.get("message"))
@@ -705,7 +714,7 @@ def message_object(completion: Mapping[str, Any], ended: Ended | None = None) ->
         "model": completion.get("model"),
         "content": content,
         **(ended or Ended()).stop(choice.get("finish_reason")),
-        "usage": _messages_usage(completion.get("usage")),
+        "usage": _messages_usage(completion.get("usage"), double_counted=double_counted),
     }
 
 
@@ -804,15 +813,21 @@ def _tool_input(arguments: Any) -> Any:
     return value if isinstance(value, dict) else arguments
 
 
-def _messages_usage(usage: Any) -> dict[str, Any] | None:
-    """Chat usage as Messages usage (the simulated vendor caches no prompt)."""
+def _messages_usage(usage: Any, *, double_counted: bool = False) -> dict[str, Any] | None:
+    """Chat usage as Messages usage (the simulated vendor caches no prompt).
+
+    `double_counted`: the usage says every prompt token but the last was read from the cache,
+    as a prefix cache that held the prompt would, and counts them in input_tokens all the same.
+    """
     if not isinstance(usage, dict):
         return None
+    prompt = usage.get("prompt_tokens")
+    read = prompt - 1 if double_counted and isinstance(prompt, int) and prompt > 1 else 0
     return {
-        "input_tokens": usage.get("prompt_tokens"),
+        "input_tokens": prompt,
         "output_tokens": usage.get("completion_tokens"),
         "cache_creation_input_tokens": 0,
-        "cache_read_input_tokens": 0,
+        "cache_read_input_tokens": read,
     }
 
 
@@ -947,6 +962,7 @@ def stream_translator(
     overlap: bool = False,
     unindexed: bool = False,
     ended: Ended | None = None,
+    double_counted: bool = False,
 ) -> StreamTranslator:
     """The translator of a chat stream into the API's stream.
 
@@ -957,9 +973,13 @@ def stream_translator(
         overlap: Messages blocks that overlap (``messages-blocks-overlap``).
         unindexed: Responses events without their index fields (``responses-stream-unindexed``).
         ended: the stop sequence that ended the answer, which a Messages stream names.
+        double_counted: cached input counted twice in a Messages stream's usage (see
+            :func:`answer_body`).
     """
     if api == MESSAGES:
-        return MessagesStream(input_tokens, overlap=overlap, ended=ended)
+        return MessagesStream(
+            input_tokens, overlap=overlap, ended=ended, double_counted=double_counted
+        )
     if api == RESPONSES:
         return ResponsesStream(request, unindexed=unindexed)
     return Verbatim()
@@ -1141,15 +1161,22 @@ class MessagesStream(_Gateway):
         overlap: start each block before stopping the one before it, whose stop comes at
             the end (a defect).
         ended: the stop sequence that ended the answer, named in message_delta.
+        double_counted: cached input counted twice in the usage (see :func:`answer_body`).
     """
 
     def __init__(
-        self, input_tokens: int, *, overlap: bool = False, ended: Ended | None = None
+        self,
+        input_tokens: int,
+        *,
+        overlap: bool = False,
+        ended: Ended | None = None,
+        double_counted: bool = False,
     ) -> None:
         super().__init__()
         self.input_tokens = input_tokens
         self.overlap = overlap
         self.ended = ended or Ended()
+        self.double_counted = double_counted
         self.index = -1
         # The open block: its type and, for a tool_use block, its call's index.
         self.block: tuple[str, Any] | None = None
@@ -1159,7 +1186,10 @@ class MessagesStream(_Gateway):
 
     def _begin(self) -> None:
         assert self.head is not None
-        usage = _messages_usage({"prompt_tokens": self.input_tokens, "completion_tokens": 0})
+        usage = _messages_usage(
+            {"prompt_tokens": self.input_tokens, "completion_tokens": 0},
+            double_counted=self.double_counted,
+        )
         message = {
             "id": f"msg_{_suffix(self.head['id'])}",
             "type": "message",
@@ -1224,7 +1254,7 @@ class MessagesStream(_Gateway):
         for index in self.unstopped:
             self._emit("content_block_stop", {"index": index})
         fields: dict[str, Any] = {"delta": self.ended.stop(self.finish)}
-        usage = _messages_usage(self.usage)
+        usage = _messages_usage(self.usage, double_counted=self.double_counted)
         if usage is not None:
             fields["usage"] = usage
         self._emit("message_delta", fields)

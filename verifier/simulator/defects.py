@@ -188,6 +188,12 @@ MESSAGES_ERRORS_CHAT_SHAPED = _define(
     '({"error": {"message", ...}}), not the Messages error ({"type": "error", "error": '
     '{"type", "message"}})',
 )
+MESSAGES_CACHE_DOUBLE_COUNTED = _define(
+    "messages-cache-double-counted",
+    "chat_template",
+    "over Anthropic Messages, says every prompt token but the last was read from the cache "
+    "(cache_read_input_tokens) and counts them in input_tokens as well, which excludes them",
+)
 MESSAGES_MAX_TOKENS_DEFAULTED = _define(
     "messages-max-tokens-defaulted",
     "wire",

@@ -68,6 +68,7 @@ from .defects import (
     INVALID_REQUEST_SLOWS,
     KV_CACHE_DIVERGENCE,
     MESSAGES_BLOCKS_OVERLAP,
+    MESSAGES_CACHE_DOUBLE_COUNTED,
     MESSAGES_ERRORS_CHAT_SHAPED,
     MESSAGES_MAX_TOKENS_DEFAULTED,
     MESSAGES_NAMED_TOOL_CHOICE_LOST,
@@ -522,6 +523,7 @@ class Handler(BaseHTTPRequestHandler):
         cut_completed = self.api == "responses" and defects.has(RESPONSES_CUT_AS_COMPLETED)
         escaped = self.api is not None and defects.has(TRANSLATED_ARGUMENTS_ESCAPED)
         ended = Ended(reply.stop_sequence, defects.has(MESSAGES_STOP_SEQUENCE_AS_END_TURN))
+        double_counted = defects.has(MESSAGES_CACHE_DOUBLE_COUNTED)
         if stream:
             events = stream_events(request, reply, number, defects, path, perturbation)
             if cut_completed:
@@ -537,6 +539,7 @@ class Handler(BaseHTTPRequestHandler):
                     overlap=defects.has(MESSAGES_BLOCKS_OVERLAP),
                     unindexed=defects.has(RESPONSES_STREAM_UNINDEXED),
                     ended=ended,
+                    double_counted=double_counted,
                 )
             if fault is None:
                 self._stream(events, number, translator)
@@ -555,7 +558,7 @@ class Handler(BaseHTTPRequestHandler):
         if escaped:
             body = arguments_escaped(body)
         if self.api is not None:
-            body = answer_body(self.api, body, native, ended)
+            body = answer_body(self.api, body, native, ended, double_counted=double_counted)
         data = json.dumps(body).encode("utf-8")
         self._send_bytes(200, data, reset_after=len(data) // 2 if fault == FAULT_RESET else None)
 

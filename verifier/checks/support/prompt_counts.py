@@ -53,6 +53,19 @@ def grade(profile: Profile, probe: str, case: Observations) -> list[Finding]:
         if seen_b.text is not None and ref_b.text is not None and seen_b.text != ref_b.text:
             return rendering_findings(ref_b.text, seen_b.text)
         return []
+    if _double_counted(profile, case):
+        cached = seen_b.cached
+        return [
+            Finding(
+                "cached_tokens_double_counted",
+                f"prompt_tokens {seen_b.count} ({offset:+d}) is the reference's count plus the "
+                f"{cached} tokens the answer says came from the cache: cached input is counted "
+                f"twice" + (", in both conversations" if baseline else ""),
+                _COUNT,
+                expected=len(ref_b.ids),
+                actual=seen_b.count,
+            )
+        ]
     causes = explaining(profile, case)
     skew = constant_offset(profile, case)
     if len(causes) == 1 and skew is None:
@@ -85,6 +98,18 @@ def grade(profile: Profile, probe: str, case: Observations) -> list[Finding]:
             )
         ]
     return [_unexplained(ref_b, seen_b, consistent)]
+
+
+def _double_counted(profile: Profile, case: Observations) -> bool:
+    """Whether every count is the reference's plus the cached input the answer reported.
+
+    A cache reports part of the prompt apart; a count that adds it once more is off by
+    exactly that part, whatever the conversation.
+    """
+    return all(
+        seen.cached and seen.count - seen.cached == len(reference(profile, conversation).ids)
+        for conversation, seen in case
+    )
 
 
 def _named(code: str, case: Observations, offset: int, expected: int) -> Finding:
@@ -158,9 +183,18 @@ def rendering_findings(local: str, served: str) -> list[Finding]:
 
 
 def observe(
-    ctx: RunContext, conversation: Conversation, count: int, name: str, *, full: bool
+    ctx: RunContext,
+    conversation: Conversation,
+    count: int,
+    name: str,
+    *,
+    full: bool,
+    cached: int | None = None,
 ) -> Generator[Chat | Post, ChatResult, Observed]:
-    """What the endpoint says of a conversation: its count, and with `full`, ids and text too."""
+    """What the endpoint says of a conversation: its count, and with `full`, ids and text too.
+
+    `cached` is the part of the count the answer said came from the cache.
+    """
     endpoints = ctx.endpoints
     text = None
     if endpoints.apply_template:
@@ -168,7 +202,7 @@ def observe(
             conversation.messages, tools=conversation.tools, name=f"{name}/template"
         )
     if not full or endpoints.method == "prompt_tokens":
-        return Observed(count, None, text)
+        return Observed(count, None, text, cached)
     if endpoints.method == "apply_template_tokenize":
         ids = (
             None
@@ -188,4 +222,4 @@ def observe(
     # is generation's.
     if ids is not None and endpoints.method == "apply_template_tokenize" and len(ids) != count:
         ids = None
-    return Observed(count, None if ids is None else tuple(ids), text)
+    return Observed(count, None if ids is None else tuple(ids), text, cached)

@@ -61,11 +61,14 @@ class Observed:
         count: ``usage.prompt_tokens``.
         ids: the prompt's ids by the endpoint's tokenizer routes, where it offers them.
         text: the prompt text it renders (``/apply-template``), where it offers it.
+        cached: the input it says came from its cache (``cached_tokens``; Messages'
+            ``cache_read_input_tokens``), where it says so.
     """
 
     count: int
     ids: tuple[int, ...] | None = None
     text: str | None = None
+    cached: int | None = None
 
 
 def _prompt(profile: Profile, rendered: Rendered, *, all_special: bool = False) -> Prompt:
