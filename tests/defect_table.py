@@ -187,11 +187,25 @@ ROWS: tuple[Row, ...] = (
         tool_calling={"cross_api_prompt_tokens_differ"},
     ),
     _row(
-        "messages-blocks-overlap",
-        "a stream of one block has nothing to overlap: K2 Thinking's answers stream a thinking "
-        "block, then the text",
+        "messages-thinking-unsigned",
         profile="thinking",
         verifier=("--api", "chat,messages"),
+        reasoning={"thinking_signature_missing"},
+    ),
+    _row(
+        "messages-thinking-history-rejected",
+        profile="thinking",
+        verifier=("--api", "chat,messages"),
+        reasoning={"thinking_history_rejected"},
+    ),
+    _row(
+        "messages-blocks-overlap",
+        "a stream of one block has nothing to overlap: K2 Thinking's answers stream a thinking "
+        "block, then the text; the thinking block left open never gets its signature, so the "
+        "streamed answer's thinking is unsigned and, sent back, refused",
+        profile="thinking",
+        verifier=("--api", "chat,messages"),
+        reasoning={"thinking_signature_missing", "thinking_history_rejected"},
         wire={"content_block_not_stopped", "content_block_stop_mismatch"},
     ),
     _row(

@@ -154,8 +154,8 @@ def test_an_api_that_ignores_its_output_format_serves_no_structured_output(
     # A translation that drops the schema: the model answers the prose it was asked for.
     translate = simulated.chat_request
 
-    def dropping(api: str, body: Any, *, counting: bool = False) -> Any:
-        request = translate(api, body, counting=counting)
+    def dropping(api: str, body: Any, *, counting: bool = False, quirks: Any = None) -> Any:
+        request = translate(api, body, counting=counting, quirks=quirks)
         if isinstance(request, dict):
             request.pop("response_format", None)
         return request

@@ -46,6 +46,8 @@ TOOL_CHOICES = (
 STOPS = ("stop-string", "stop-list", "stop-letter", "stop-stream")
 # Wire's cases for the thinking process: a plain answer, streamed and not, and a stop.
 THINKING_WIRE = ("shape-plain", "stream-plain", "stop-string")
+# Reasoning's case over Messages: thinking blocks signed, and sent back as they came.
+SIGNED = "signed-thinking-weather"
 # A tool named where the prompt asks for another: only a choice read as named makes the call.
 NAMED = [case for case in TOOL_CHOICES if "-named-other-" in case]
 
@@ -104,11 +106,11 @@ def thinking_run(
 ) -> VerifierRun:
     """The thinking process (the model that reasons first) through the three APIs: the kept
     tool-calling cases and wire's stream and stop cases, under the Kimi K2 Thinking contract."""
-    ids = [*kept_cases()["tool_calling"], *THINKING_WIRE]
+    ids = [*kept_cases()["tool_calling"], *THINKING_WIRE, SIGNED]
     return verified(
         llama_server("thinking"),
         tmp_path_factory.mktemp("realserver-apis-thinking"),
-        *("--api", "chat,messages,responses", "--families", "tool_calling,wire"),
+        *("--api", "chat,messages,responses", "--families", "tool_calling,wire,reasoning"),
         *("--repeats", "tool_calling=2", "--profile", KIMI_THINKING_PROFILE),
         *("-k", " or ".join(ids)),
     )
@@ -313,7 +315,8 @@ def test_reasoning_over_messages_streams_its_thinking_block_across_the_text(
     (content_block_not_stopped, content_block_stop_mismatch, delta_outside_block). The calls
     themselves arrive whole, so tool calling passes over Messages as over chat; over
     Responses usage still has no ``output_tokens_details``, and over Messages none has
-    ``cache_creation_input_tokens``."""
+    ``cache_creation_input_tokens``. Every thinking block over Messages has an empty
+    signature (reasoning's thinking_signature_missing); sent back, it is taken."""
     outcomes = thinking_run.outcomes()
     assert_recorded(outcomes, "llama-thinking", every_case, RECORDINGS)
     stream = outcomes["wire/stream-plain[messages]"]
@@ -325,6 +328,13 @@ def test_reasoning_over_messages_streams_its_thinking_block_across_the_text(
     }
     family = thinking_run.scorecard["families"]["tool_calling"]
     assert family["apis"]["messages"]["verdict"] == "pass"
+    # Its thinking blocks come with an empty signature, whole and streamed; it takes them
+    # back so all the same.
+    signed = outcomes[f"reasoning/{SIGNED}[messages]"]["findings"]
+    assert {(f["code"], f["attempt"], f["actual"]) for f in signed} == {
+        ("thinking_signature_missing", "non-stream-turn-1", ""),
+        ("thinking_signature_missing", "stream-turn-1", ""),
+    }
     stop = outcomes["wire/stop-string[messages]"]["findings"]
     assert {f["code"] for f in stop} == {"stop_reason_mismatch", "cache_usage_missing"}
     assert outcomes["wire/shape-plain[responses]"]["code"] == "response_shape"

@@ -29,6 +29,7 @@ from verifier.simulator.api_frontends import (
     chat_request,
     message_object,
     response_object,
+    signature,
 )
 from verifier.simulator.defects import parse_defects
 from verifier.simulator.pace import Pace
@@ -728,7 +729,8 @@ def test_a_rich_messages_request_becomes_its_chat_request() -> None:
             {
                 "role": "assistant",
                 "content": [
-                    {"type": "thinking", "thinking": "Hmm.", "signature": "c2ln"},
+                    # Signed as this vendor signs it: it checks what comes back.
+                    {"type": "thinking", "thinking": "Hmm.", "signature": signature("Hmm.")},
                     {"type": "redacted_thinking", "data": "xyz"},
                     {"type": "text", "text": "Let me look."},
                     {

@@ -15,7 +15,10 @@ whose check the dialect does not state is unsupported. Checks, by the case's ``c
   the history rule: every follow-up accepted, counted as the reference renders it, and a
   non-empty answer or a valid next call;
 - ``invalid_history``: a tool-call turn sent back without its reasoning, which the contract
-  says the lab's API refuses, must get a 4xx.
+  says the lab's API refuses, must get a 4xx;
+- ``thinking_roundtrip`` (a case written for Anthropic Messages, sent through it alone):
+  thinking on, each answer's thinking blocks signed and taken back as they came in the next
+  turn (:mod:`.support.signed_thinking`).
 
 Codes:
 
@@ -37,7 +40,8 @@ Codes:
   (the next call names an unknown tool or its arguments break the tool's schema),
   ``history_rejected`` (a follow-up with the model's own reasoning in its history refused),
   the prompt-count codes of :mod:`.support.prompt_counts` (``reasoning_history_dropped``...);
-- ``invalid_history_accepted``, ``invalid_history_5xx``, ``invalid_history_hang``.
+- ``invalid_history_accepted``, ``invalid_history_5xx``, ``invalid_history_hang``;
+- ``thinking_signature_missing``, ``thinking_history_rejected``.
 
 An effort test without enough evidence either way is an error (``effort_undecided``), and an
 answer that ran out of ``max_tokens`` inside its reasoning is one too (``reasoning_truncated``):
@@ -56,6 +60,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import EndpointTimeout
 from ..outcome import CaseRecord, Finding, Outcome
 from ..protocol.answers import ChatResult, Choice
+from ..protocol.apis import API_NAMES
 from ..protocol.requests import Chat, Exchange, Request
 from ..reference.dialect import FIELDS
 from ..reference.profiles import merged
@@ -74,6 +79,7 @@ from .support.common import (
 from .support.evidence import NO_PROMPT_TOKENS, evidence_findings, prompt_tokens
 from .support.prompt_counts import grade, observe
 from .support.renderings import Conversation, reference
+from .support.signed_thinking import run_thinking_roundtrip
 from .support.subchecks import Graded, Rejected, Undecided, Unsupported, run_checks, status_counts
 from .support.tool_matching import parse_arguments
 
@@ -982,6 +988,7 @@ RUNS = {
     "effort": _run_effort,
     "agent_loop": _run_agent_loop,
     "invalid_history": _run_invalid_history,
+    "thinking_roundtrip": run_thinking_roundtrip,
 }
 
 
@@ -1024,7 +1031,14 @@ def cost(case: Case) -> float:
         return 3.0 * len(data["prompts"])
     if check == "agent_loop":
         return 2.0 * int(data.get("max_turns", 4))
+    if check == "thinking_roundtrip":
+        return 4.0
     return QUICK if check == "invalid_history" else 2.0
+
+
+def case_apis(case: Case) -> tuple[str, ...]:
+    """A case written for one API (``api``), that API; any other, chat completions."""
+    return (case.data["api"],) if "api" in case.data else ("chat",)
 
 
 def without(request: Mapping[str, Any], fields: Mapping[str, Any]) -> dict[str, Any]:
@@ -1075,7 +1089,14 @@ def _json(fields: Mapping[str, Any]) -> str:
     return json.dumps(fields, separators=(", ", ": "))
 
 
-@family("reasoning", summarize=summarize, cost=cost, needs=lambda run: ("tokenizer_endpoints",))
+@family(
+    "reasoning",
+    summarize=summarize,
+    cost=cost,
+    needs=lambda run: ("tokenizer_endpoints",),
+    apis=API_NAMES,
+    case_apis=case_apis,
+)
 def run(case: Case, ctx: RunContext) -> Exchange:
     """The thinking channel, its switch and effort, and multi-turn agent loops."""
     return (yield from run_checks(case, ctx, RUNS, refusal=_refusal))

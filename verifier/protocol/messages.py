@@ -817,6 +817,44 @@ def accumulate(
     return read_events(chunks, _EventReader(result), clock)
 
 
+def answer_content(result: ChatResult) -> list[dict[str, Any]]:
+    """The answer's content blocks as a client sends them back in its next turn (pure).
+
+    A non-stream answer's ``content`` as it came; a stream's blocks built from its events as
+    the SDKs build them: each ``content_block_start``'s block, its text, thinking and
+    signature deltas joined, a tool_use block's input the JSON its pieces make (an input
+    that does not parse stays the start's). Thinking blocks keep their signatures.
+    """
+    if not result.stream:
+        content = result.body.get("content") if isinstance(result.body, dict) else None
+        return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+    blocks: dict[Any, dict[str, Any]] = {}
+    pieces: dict[Any, list[str]] = {}
+    for event in result.chunks:
+        if not isinstance(event, dict):
+            continue
+        index = event.get("index")
+        if event.get("type") == "content_block_start" and isinstance(
+            event.get("content_block"), dict
+        ):
+            blocks[index] = dict(event["content_block"])
+        elif event.get("type") == "content_block_delta" and index in blocks:
+            given = event.get("delta")
+            delta: dict[str, Any] = given if isinstance(given, dict) else {}
+            field = _DELTA_FIELDS.get(str(delta.get("type")))
+            if field == "partial_json":
+                pieces.setdefault(index, []).append(str(delta.get(field, "")))
+            elif field is not None:
+                block = blocks[index]
+                block[field] = str(block.get(field) or "") + str(delta.get(field, ""))
+    for index, joined in pieces.items():
+        try:
+            blocks[index]["input"] = json.loads("".join(joined))
+        except json.JSONDecodeError:
+            pass
+    return list(blocks.values())
+
+
 def read_recorded(response: Any, *, status: int, stream: bool) -> ChatResult:
     """An answer as the transcript recorded it, read again by the code that read it first.
 

@@ -106,13 +106,16 @@ def native_problem(api: str, body: Any) -> Rejection | None:
     return Rejection(400, f"{error.json_path}: {error.message}", param=param)
 
 
-def chat_request(api: str, body: Any, *, counting: bool = False) -> dict[str, Any] | Rejection:
+def chat_request(
+    api: str, body: Any, *, counting: bool = False, quirks: Quirks | None = None
+) -> dict[str, Any] | Rejection:
     """The chat-completions request a Messages or Responses body asks for, or why it cannot.
 
     Args:
         api: ``messages`` or ``responses``.
         body: the request body as sent (parsed JSON).
         counting: the body is for a token-counting route (Messages: no max_tokens needed).
+        quirks: how the vendor departs from the reference (it reads thinking blocks by them).
 
     Returns:
         The chat request, which the vendor then validates as any other; or a
@@ -120,7 +123,7 @@ def chat_request(api: str, body: Any, *, counting: bool = False) -> dict[str, An
     """
     try:
         if api == MESSAGES:
-            return _messages_chat(body, needs_max_tokens=not counting)
+            return _messages_chat(body, needs_max_tokens=not counting, quirks=quirks or Quirks())
         return _responses_chat(body)
     except _Unreadable as unreadable:
         return unreadable.rejection
@@ -190,7 +193,7 @@ def _text_part(text: str) -> dict[str, Any]:
 # -- Messages requests ----------------------------------------------------------------------
 
 
-def _messages_chat(body: Any, *, needs_max_tokens: bool) -> dict[str, Any]:
+def _messages_chat(body: Any, *, needs_max_tokens: bool, quirks: Quirks) -> dict[str, Any]:
     """The chat request of a Messages body."""
     required: dict[str, type] = {"model": str, "messages": list}
     if needs_max_tokens:
@@ -199,7 +202,7 @@ def _messages_chat(body: Any, *, needs_max_tokens: bool) -> dict[str, Any]:
     turns = [
         message
         for position, turn in enumerate(body["messages"])
-        for message in _turn(turn, f"messages[{position}]")
+        for message in _turn(turn, f"messages[{position}]", quirks)
     ]
     chat: dict[str, Any] = {
         "model": body["model"],
@@ -233,7 +236,7 @@ def _text_block(block: Any, where: str) -> dict[str, Any]:
     return _text_part(_string(block, "text", where))
 
 
-def _turn(message: Any, where: str) -> list[dict[str, Any]]:
+def _turn(message: Any, where: str, quirks: Quirks) -> list[dict[str, Any]]:
     """One Messages turn as chat messages (a user turn's tool results become tool messages)."""
     if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
         raise _Unreadable(f"{where}.role: must be user or assistant", param="messages")
@@ -243,7 +246,7 @@ def _turn(message: Any, where: str) -> list[dict[str, Any]]:
             f"{where}.content: must be a string or an array of blocks", param="messages"
         )
     if message["role"] == "assistant":
-        return [_assistant_turn(content, where)]
+        return [_assistant_turn(content, where, quirks)]
     if isinstance(content, str):
         return [{"role": "user", "content": content}]
     results, parts = [], []
@@ -263,8 +266,12 @@ def _turn(message: Any, where: str) -> list[dict[str, Any]]:
     return [*results, *user]
 
 
-def _assistant_turn(content: str | list[Any], where: str) -> dict[str, Any]:
-    """An assistant turn: its text, its thinking (as chat reasoning) and its tool calls."""
+def _assistant_turn(content: str | list[Any], where: str, quirks: Quirks) -> dict[str, Any]:
+    """An assistant turn: its text, its thinking (as chat reasoning) and its tool calls.
+
+    A thinking block must carry the signature this vendor gave it, as the reference's API
+    checks (an unsigned vendor takes its own unsigned blocks back).
+    """
     if isinstance(content, str):
         return {"role": "assistant", "content": content}
     texts, thoughts, calls = [], [], []
@@ -274,7 +281,14 @@ def _assistant_turn(content: str | list[Any], where: str) -> dict[str, Any]:
         if kind == "text":
             texts.append(_string(block, "text", spot))
         elif kind == "thinking":
-            thoughts.append(_string(block, "thinking", spot))
+            thought = _string(block, "thinking", spot)
+            if quirks.refuses_thinking:
+                raise _Unreadable(f"{spot}: thinking blocks cannot be sent back", param="messages")
+            if block.get("signature") != quirks.sign(thought):
+                raise _Unreadable(
+                    f"{spot}.signature: not the signature of this thinking block", param="messages"
+                )
+            thoughts.append(thought)
         elif kind == "tool_use":
             calls.append(_tool_use_call(block, spot))
         elif kind != "redacted_thinking":  # Encrypted: nothing the model can read again.
@@ -645,7 +659,7 @@ def answer_body(
     request: Any,
     ended: Ended | None = None,
     *,
-    double_counted: bool = False,
+    quirks: Quirks | None = None,
 ) -> dict[str, Any]:
     """A chat.completion object as the API's answer: a Messages message or a Response.
 
@@ -654,11 +668,10 @@ def answer_body(
         completion: the chat answer.
         request: the request as sent (a Response echoes its settings).
         ended: the stop sequence that ended the answer, which a Message names.
-        double_counted: a Message's usage says the prompt but its last token was read from
-            the cache, and counts it in input_tokens as well (``messages-cache-double-counted``).
+        quirks: how a Message departs from the reference (defects).
     """
     if api == MESSAGES:
-        return message_object(completion, ended, double_counted=double_counted)
+        return message_object(completion, ended, quirks=quirks)
     return response_object(completion, request)
 
 
@@ -683,16 +696,17 @@ class Ended(NamedTuple):
 
 
 def message_object(
-    completion: Mapping[str, Any], ended: Ended | None = None, *, double_counted: bool = False
+    completion: Mapping[str, Any], ended: Ended | None = None, *, quirks: Quirks | None = None
 ) -> dict[str, Any]:
     """A chat.completion object as a Messages ``message``: thinking, text, tool_use blocks."""
+    quirks = quirks or Quirks()
     choice = _first_choice(completion)
     message = _object(choice.get("message"))
     content: list[dict[str, Any]] = []
     reasoning = _reasoning(message)
     if reasoning:
         content.append(
-            {"type": "thinking", "thinking": reasoning, "signature": signature(reasoning)}
+            {"type": "thinking", "thinking": reasoning, "signature": quirks.sign(reasoning)}
         )
     text = message.get("content")
     if isinstance(text, str) and text:
@@ -714,7 +728,7 @@ def message_object(
         "model": completion.get("model"),
         "content": content,
         **(ended or Ended()).stop(choice.get("finish_reason")),
-        "usage": _messages_usage(completion.get("usage"), double_counted=double_counted),
+        "usage": _messages_usage(completion.get("usage"), quirks.double_counted),
     }
 
 
@@ -748,6 +762,27 @@ def response_object(completion: Mapping[str, Any], request: Any) -> dict[str, An
 def signature(thinking: str) -> str:
     """The signature of a thinking block: opaque to clients, the same for the same thinking."""
     return base64.b64encode(hashlib.sha256(thinking.encode("utf-8")).digest()).decode("ascii")
+
+
+class Quirks(NamedTuple):
+    """How the simulated vendor's Messages answers depart from the reference (its defects).
+
+    Args:
+        double_counted: the usage says every prompt token but the last was read from the
+            cache, and counts them in input_tokens as well (``messages-cache-double-counted``).
+        unsigned: thinking blocks come with an empty signature (``messages-thinking-unsigned``,
+            as llama-server 11434's streams do).
+        refuses_thinking: a thinking block sent back is refused
+            (``messages-thinking-history-rejected``).
+    """
+
+    double_counted: bool = False
+    unsigned: bool = False
+    refuses_thinking: bool = False
+
+    def sign(self, thinking: str) -> str:
+        """A thinking block's signature, as these quirks give it."""
+        return "" if self.unsigned else signature(thinking)
 
 
 def stop_reason(finish: Any) -> str | None:
@@ -813,7 +848,7 @@ def _tool_input(arguments: Any) -> Any:
     return value if isinstance(value, dict) else arguments
 
 
-def _messages_usage(usage: Any, *, double_counted: bool = False) -> dict[str, Any] | None:
+def _messages_usage(usage: Any, double_counted: bool = False) -> dict[str, Any] | None:
     """Chat usage as Messages usage (the simulated vendor caches no prompt).
 
     `double_counted`: the usage says every prompt token but the last was read from the cache,
@@ -962,7 +997,7 @@ def stream_translator(
     overlap: bool = False,
     unindexed: bool = False,
     ended: Ended | None = None,
-    double_counted: bool = False,
+    quirks: Quirks | None = None,
 ) -> StreamTranslator:
     """The translator of a chat stream into the API's stream.
 
@@ -973,13 +1008,10 @@ def stream_translator(
         overlap: Messages blocks that overlap (``messages-blocks-overlap``).
         unindexed: Responses events without their index fields (``responses-stream-unindexed``).
         ended: the stop sequence that ended the answer, which a Messages stream names.
-        double_counted: cached input counted twice in a Messages stream's usage (see
-            :func:`answer_body`).
+        quirks: how a Messages stream departs from the reference (defects).
     """
     if api == MESSAGES:
-        return MessagesStream(
-            input_tokens, overlap=overlap, ended=ended, double_counted=double_counted
-        )
+        return MessagesStream(input_tokens, overlap=overlap, ended=ended, quirks=quirks)
     if api == RESPONSES:
         return ResponsesStream(request, unindexed=unindexed)
     return Verbatim()
@@ -1161,7 +1193,7 @@ class MessagesStream(_Gateway):
         overlap: start each block before stopping the one before it, whose stop comes at
             the end (a defect).
         ended: the stop sequence that ended the answer, named in message_delta.
-        double_counted: cached input counted twice in the usage (see :func:`answer_body`).
+        quirks: how the stream departs from the reference (defects).
     """
 
     def __init__(
@@ -1170,13 +1202,13 @@ class MessagesStream(_Gateway):
         *,
         overlap: bool = False,
         ended: Ended | None = None,
-        double_counted: bool = False,
+        quirks: Quirks | None = None,
     ) -> None:
         super().__init__()
         self.input_tokens = input_tokens
         self.overlap = overlap
         self.ended = ended or Ended()
-        self.double_counted = double_counted
+        self.quirks = quirks or Quirks()
         self.index = -1
         # The open block: its type and, for a tool_use block, its call's index.
         self.block: tuple[str, Any] | None = None
@@ -1188,7 +1220,7 @@ class MessagesStream(_Gateway):
         assert self.head is not None
         usage = _messages_usage(
             {"prompt_tokens": self.input_tokens, "completion_tokens": 0},
-            double_counted=self.double_counted,
+            self.quirks.double_counted,
         )
         message = {
             "id": f"msg_{_suffix(self.head['id'])}",
@@ -1244,7 +1276,8 @@ class MessagesStream(_Gateway):
         if self.block is None:
             return
         if self.block[0] == "thinking":
-            self._delta({"type": "signature_delta", "signature": signature("".join(self.thinking))})
+            signed = self.quirks.sign("".join(self.thinking))
+            self._delta({"type": "signature_delta", "signature": signed})
             self.thinking = []
         self._emit("content_block_stop", {"index": self.index})
         self.block = None
@@ -1254,7 +1287,7 @@ class MessagesStream(_Gateway):
         for index in self.unstopped:
             self._emit("content_block_stop", {"index": index})
         fields: dict[str, Any] = {"delta": self.ended.stop(self.finish)}
-        usage = _messages_usage(self.usage, double_counted=self.double_counted)
+        usage = _messages_usage(self.usage, self.quirks.double_counted)
         if usage is not None:
             fields["usage"] = usage
         self._emit("message_delta", fields)

@@ -194,6 +194,18 @@ MESSAGES_CACHE_DOUBLE_COUNTED = _define(
     "over Anthropic Messages, says every prompt token but the last was read from the cache "
     "(cache_read_input_tokens) and counts them in input_tokens as well, which excludes them",
 )
+MESSAGES_THINKING_UNSIGNED = _define(
+    "messages-thinking-unsigned",
+    "reasoning",
+    "over Anthropic Messages, gives each thinking block an empty signature, and takes such "
+    "blocks back",
+)
+MESSAGES_THINKING_HISTORY_REJECTED = _define(
+    "messages-thinking-history-rejected",
+    "reasoning",
+    "over Anthropic Messages, refuses a turn that sends a thinking block back (a gateway that "
+    "cannot pass it on)",
+)
 MESSAGES_MAX_TOKENS_DEFAULTED = _define(
     "messages-max-tokens-defaulted",
     "wire",

@@ -34,6 +34,7 @@ from .api_frontends import (
     COUNT_ROUTES,
     MESSAGES,
     Ended,
+    Quirks,
     StreamTranslator,
     Verbatim,
     answer_body,
@@ -73,6 +74,8 @@ from .defects import (
     MESSAGES_MAX_TOKENS_DEFAULTED,
     MESSAGES_NAMED_TOOL_CHOICE_LOST,
     MESSAGES_STOP_SEQUENCE_AS_END_TURN,
+    MESSAGES_THINKING_HISTORY_REJECTED,
+    MESSAGES_THINKING_UNSIGNED,
     MISSING_REASONING_500,
     MISSING_REASONING_HANG,
     RESPONSES_CUT_AS_COMPLETED,
@@ -92,6 +95,16 @@ from .prompt import PromptPath
 from .rules import MODEL_ID, Path, ToyPath, respond
 from .validation import Policy, Rejection, request_problem, with_declared_tools
 from .wire_answers import completion_body, one_token_sampled, stream_events
+
+
+def _quirks(defects: Defects) -> Quirks:
+    """How the vendor's Messages answers and translation depart from the reference."""
+    return Quirks(
+        double_counted=defects.has(MESSAGES_CACHE_DOUBLE_COUNTED),
+        unsigned=defects.has(MESSAGES_THINKING_UNSIGNED),
+        refuses_thinking=defects.has(MESSAGES_THINKING_HISTORY_REJECTED),
+    )
+
 
 # What fault-garbage answers: a proxy's error page, sent as if it were the JSON answer.
 GARBAGE = (
@@ -454,7 +467,10 @@ class Handler(BaseHTTPRequestHandler):
         defaulted = api == "messages" and self.server.defects.has(MESSAGES_MAX_TOKENS_DEFAULTED)
         if defaulted and isinstance(native, dict) and "max_tokens" not in native:
             native = {**native, "max_tokens": DEFAULT_MAX_TOKENS}
-        request = native if api is None else chat_request(api, native, counting=counting)
+        quirks = _quirks(self.server.defects)
+        request = (
+            native if api is None else chat_request(api, native, counting=counting, quirks=quirks)
+        )
         if isinstance(request, Rejection):
             return None, request
         # What the translation read, held to the API's reference (it names its own mistakes
@@ -523,7 +539,7 @@ class Handler(BaseHTTPRequestHandler):
         cut_completed = self.api == "responses" and defects.has(RESPONSES_CUT_AS_COMPLETED)
         escaped = self.api is not None and defects.has(TRANSLATED_ARGUMENTS_ESCAPED)
         ended = Ended(reply.stop_sequence, defects.has(MESSAGES_STOP_SEQUENCE_AS_END_TURN))
-        double_counted = defects.has(MESSAGES_CACHE_DOUBLE_COUNTED)
+        quirks = _quirks(defects)
         if stream:
             events = stream_events(request, reply, number, defects, path, perturbation)
             if cut_completed:
@@ -539,7 +555,7 @@ class Handler(BaseHTTPRequestHandler):
                     overlap=defects.has(MESSAGES_BLOCKS_OVERLAP),
                     unindexed=defects.has(RESPONSES_STREAM_UNINDEXED),
                     ended=ended,
-                    double_counted=double_counted,
+                    quirks=quirks,
                 )
             if fault is None:
                 self._stream(events, number, translator)
@@ -558,7 +574,7 @@ class Handler(BaseHTTPRequestHandler):
         if escaped:
             body = arguments_escaped(body)
         if self.api is not None:
-            body = answer_body(self.api, body, native, ended, double_counted=double_counted)
+            body = answer_body(self.api, body, native, ended, quirks=quirks)
         data = json.dumps(body).encode("utf-8")
         self._send_bytes(200, data, reset_after=len(data) // 2 if fault == FAULT_RESET else None)
 

@@ -1,0 +1,121 @@
+"""Thinking blocks over Messages: read back as a client sends them, signed, and the next turn."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from verifier.checks.support.signed_thinking import NO_RESULT, next_turn, signature_findings
+from verifier.protocol.answers import ChatResult
+from verifier.protocol.messages import accumulate, answer_content
+
+THOUGHT = {"type": "thinking", "thinking": "Look it up.", "signature": "c2ln"}
+CALL = {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Oslo"}}
+
+
+def sse(events: list[dict[str, Any]]) -> bytes:
+    return b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
+
+
+def test_a_streams_blocks_are_built_as_a_client_builds_them() -> None:
+    events = [
+        {
+            "type": "message_start",
+            "message": {
+                "id": "m",
+                "type": "message",
+                "role": "assistant",
+                "content": [],
+                "model": "x",
+                "usage": {"input_tokens": 3, "output_tokens": 0},
+            },
+        },
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "thinking_delta", "thinking": "Look "},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "thinking_delta", "thinking": "it up."},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "signature_delta", "signature": "c2ln"},
+        },
+        {"type": "content_block_stop", "index": 0},
+        {
+            "type": "content_block_start",
+            "index": 1,
+            "content_block": {
+                "type": "tool_use",
+                "id": "toolu_1",
+                "name": "get_weather",
+                "input": {},
+            },
+        },
+        {
+            "type": "content_block_delta",
+            "index": 1,
+            "delta": {"type": "input_json_delta", "partial_json": '{"city": '},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 1,
+            "delta": {"type": "input_json_delta", "partial_json": '"Oslo"}'},
+        },
+        {"type": "content_block_stop", "index": 1},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "tool_use"},
+            "usage": {"output_tokens": 9},
+        },
+        {"type": "message_stop"},
+    ]
+    result = accumulate([sse(events)], ChatResult(stream=True, status=200))
+    assert answer_content(result) == [THOUGHT, CALL]
+    whole = ChatResult(stream=False, status=200, body={"content": [THOUGHT, CALL]})
+    assert answer_content(whole) == [THOUGHT, CALL]
+
+
+@pytest.mark.parametrize("signature", [None, "", 7])
+def test_a_thinking_block_without_a_signature_is_a_finding(signature: Any) -> None:
+    block = {"type": "thinking", "thinking": "x"}
+    if signature is not None:
+        block["signature"] = signature
+    (found,) = signature_findings([{"type": "text", "text": "a"}, block], "non-stream-turn-1")
+    assert (
+        found.code == "thinking_signature_missing" and found.json_path == "$.content[1].signature"
+    )
+    assert signature_findings([THOUGHT, {"type": "redacted_thinking", "data": "x"}], "a") == []
+
+
+def test_the_next_turn_sends_the_blocks_back_and_answers_each_call() -> None:
+    body = {
+        "model": "m",
+        "max_tokens": 9,
+        "stream": True,
+        "messages": [{"role": "user", "content": "Weather?"}],
+    }
+    follow = next_turn(body, [THOUGHT, CALL], {"get_weather": ["3 C"]})
+    assert "stream" not in follow and follow["max_tokens"] == 9
+    assert follow["messages"][1:] == [
+        {"role": "assistant", "content": [THOUGHT, CALL]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "3 C"}],
+        },
+    ]
+    unanswered = next_turn(body, [THOUGHT, CALL], {})
+    assert unanswered["messages"][2]["content"][0]["content"] == NO_RESULT
+    talk = next_turn(body, [THOUGHT, {"type": "text", "text": "Hi"}], {})
+    assert talk["messages"][2] == {"role": "user", "content": "Thank you."}
