@@ -199,6 +199,12 @@ ROWS: tuple[Row, ...] = (
         reasoning={"thinking_history_rejected"},
     ),
     _row(
+        "responses-reasoning-items-rejected",
+        profile="thinking",
+        verifier=("--api", "chat,responses"),
+        reasoning={"thinking_history_rejected"},
+    ),
+    _row(
         "messages-blocks-overlap",
         "a stream of one block has nothing to overlap: K2 Thinking's answers stream a thinking "
         "block, then the text; the thinking block left open never gets its signature, so the "

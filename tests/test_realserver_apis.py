@@ -46,8 +46,9 @@ TOOL_CHOICES = (
 STOPS = ("stop-string", "stop-list", "stop-letter", "stop-stream")
 # Wire's cases for the thinking process: a plain answer, streamed and not, and a stop.
 THINKING_WIRE = ("shape-plain", "stream-plain", "stop-string")
-# Reasoning's case over Messages: thinking blocks signed, and sent back as they came.
+# Reasoning's cases over Messages and Responses: the reasoning sent back as it came.
 SIGNED = "signed-thinking-weather"
+ITEMS = "reasoning-items-weather"
 # A tool named where the prompt asks for another: only a choice read as named makes the call.
 NAMED = [case for case in TOOL_CHOICES if "-named-other-" in case]
 
@@ -106,7 +107,7 @@ def thinking_run(
 ) -> VerifierRun:
     """The thinking process (the model that reasons first) through the three APIs: the kept
     tool-calling cases and wire's stream and stop cases, under the Kimi K2 Thinking contract."""
-    ids = [*kept_cases()["tool_calling"], *THINKING_WIRE, SIGNED]
+    ids = [*kept_cases()["tool_calling"], *THINKING_WIRE, SIGNED, ITEMS]
     return verified(
         llama_server("thinking"),
         tmp_path_factory.mktemp("realserver-apis-thinking"),
@@ -316,7 +317,8 @@ def test_reasoning_over_messages_streams_its_thinking_block_across_the_text(
     themselves arrive whole, so tool calling passes over Messages as over chat; over
     Responses usage still has no ``output_tokens_details``, and over Messages none has
     ``cache_creation_input_tokens``. Every thinking block over Messages has an empty
-    signature (reasoning's thinking_signature_missing); sent back, it is taken."""
+    signature (reasoning's thinking_signature_missing); sent back, it is taken. Over
+    Responses the reasoning items go back and are taken."""
     outcomes = thinking_run.outcomes()
     assert_recorded(outcomes, "llama-thinking", every_case, RECORDINGS)
     stream = outcomes["wire/stream-plain[messages]"]
@@ -335,6 +337,8 @@ def test_reasoning_over_messages_streams_its_thinking_block_across_the_text(
         ("thinking_signature_missing", "non-stream-turn-1", ""),
         ("thinking_signature_missing", "stream-turn-1", ""),
     }
+    # Over Responses its reasoning comes as reasoning items, taken back as they came.
+    assert outcomes[f"reasoning/{ITEMS}[responses]"]["status"] == "pass"
     stop = outcomes["wire/stop-string[messages]"]["findings"]
     assert {f["code"] for f in stop} == {"stop_reason_mismatch", "cache_usage_missing"}
     assert outcomes["wire/shape-plain[responses]"]["code"] == "response_shape"

@@ -18,7 +18,7 @@ whose check the dialect does not state is unsupported. Checks, by the case's ``c
   says the lab's API refuses, must get a 4xx;
 - ``thinking_roundtrip`` (a case written for Anthropic Messages, sent through it alone):
   thinking on, each answer's thinking blocks signed and taken back as they came in the next
-  turn (:mod:`.support.signed_thinking`).
+  turn (:mod:`.support.thinking_back`).
 
 Codes:
 
@@ -79,8 +79,8 @@ from .support.common import (
 from .support.evidence import NO_PROMPT_TOKENS, evidence_findings, prompt_tokens
 from .support.prompt_counts import grade, observe
 from .support.renderings import Conversation, reference
-from .support.signed_thinking import run_thinking_roundtrip
 from .support.subchecks import Graded, Rejected, Undecided, Unsupported, run_checks, status_counts
+from .support.thinking_back import run_thinking_roundtrip
 from .support.tool_matching import parse_arguments
 
 if TYPE_CHECKING:

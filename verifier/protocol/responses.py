@@ -1217,6 +1217,29 @@ def accumulate(
     return read_events(chunks, _Events(result), clock)
 
 
+def output_items(result: ChatResult) -> list[dict[str, Any]]:
+    """The answer's output items as a client sends them back in its next input (pure).
+
+    A non-stream Response's ``output``; a stream's, from the Response its terminal event
+    carries, else its ``response.output_item.done`` items in order.
+    """
+    if not result.stream:
+        output = result.body.get("output") if isinstance(result.body, dict) else None
+        return [i for i in output if isinstance(i, dict)] if isinstance(output, list) else []
+    done: list[dict[str, Any]] = []
+    for event in result.chunks:
+        if not isinstance(event, dict):
+            continue
+        response = event.get("response")
+        if event.get("type") in _TERMINAL and isinstance(response, dict):
+            output = response.get("output")
+            if isinstance(output, list) and output:
+                return [i for i in output if isinstance(i, dict)]
+        if event.get("type") == "response.output_item.done" and isinstance(event.get("item"), dict):
+            done.append(event["item"])
+    return done
+
+
 def read_recorded(response: Any, *, status: int, stream: bool) -> ChatResult:
     """An answer as the transcript recorded it, read again by the same code.
 

@@ -124,7 +124,7 @@ def chat_request(
     try:
         if api == MESSAGES:
             return _messages_chat(body, needs_max_tokens=not counting, quirks=quirks or Quirks())
-        return _responses_chat(body)
+        return _responses_chat(body, quirks or Quirks())
     except _Unreadable as unreadable:
         return unreadable.rejection
 
@@ -419,7 +419,7 @@ def _messages_format(config: Any) -> dict[str, Any]:
 # -- Responses requests ---------------------------------------------------------------------
 
 
-def _responses_chat(body: Any) -> dict[str, Any]:
+def _responses_chat(body: Any, quirks: Quirks) -> dict[str, Any]:
     """The chat request of a Responses body."""
     _fields(body, {"model": str})
     previous = body.get("previous_response_id")
@@ -435,7 +435,7 @@ def _responses_chat(body: Any) -> dict[str, Any]:
     if instructions is not None and not isinstance(instructions, str):
         raise _Unreadable("instructions: must be a string", param="instructions")
     system = [{"role": "system", "content": instructions}] if instructions is not None else []
-    chat: dict[str, Any] = {"model": body["model"], "messages": [*system, *_items(body)]}
+    chat: dict[str, Any] = {"model": body["model"], "messages": [*system, *_items(body, quirks)]}
     names = {"max_output_tokens": "max_tokens", "temperature": "temperature", "top_p": "top_p"}
     chat.update(_copied(body, names | {"parallel_tool_calls": "parallel_tool_calls"}))
     if body.get("tools") is not None:
@@ -450,7 +450,7 @@ def _responses_chat(body: Any) -> dict[str, Any]:
     return chat
 
 
-def _items(body: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _items(body: Mapping[str, Any], quirks: Quirks) -> list[dict[str, Any]]:
     """The chat messages of a Responses input (a string is one user message)."""
     given = body.get("input")
     if given is None:
@@ -461,11 +461,11 @@ def _items(body: Mapping[str, Any]) -> list[dict[str, Any]]:
         raise _Unreadable("input: must be a string or an array of items", param="input")
     messages: list[dict[str, Any]] = []
     for position, item in enumerate(given):
-        _add_item(messages, item, f"input[{position}]")
+        _add_item(messages, item, f"input[{position}]", quirks)
     return messages
 
 
-def _add_item(messages: list[dict[str, Any]], item: Any, where: str) -> None:
+def _add_item(messages: list[dict[str, Any]], item: Any, where: str, quirks: Quirks) -> None:
     """Add one input item to the chat messages.
 
     An assistant turn comes as several items (reasoning, message, function calls): they join
@@ -501,6 +501,8 @@ def _add_item(messages: list[dict[str, Any]], item: Any, where: str) -> None:
         call_id = _string(item, "call_id", where)
         messages.append({"role": "tool", "tool_call_id": call_id, "content": output})
     elif kind == "reasoning":
+        if quirks.refuses_thinking:
+            raise _Unreadable(f"{where}: reasoning items cannot be sent back", param="input")
         thought = _reasoning_text(item)
         messages.append({"role": "assistant", "content": None, DEFAULT_FIELD: thought})
     else:
@@ -765,15 +767,15 @@ def signature(thinking: str) -> str:
 
 
 class Quirks(NamedTuple):
-    """How the simulated vendor's Messages answers depart from the reference (its defects).
+    """How the simulated vendor's other APIs depart from their references (its defects).
 
     Args:
         double_counted: the usage says every prompt token but the last was read from the
             cache, and counts them in input_tokens as well (``messages-cache-double-counted``).
         unsigned: thinking blocks come with an empty signature (``messages-thinking-unsigned``,
             as llama-server 11434's streams do).
-        refuses_thinking: a thinking block sent back is refused
-            (``messages-thinking-history-rejected``).
+        refuses_thinking: a thinking block or reasoning item sent back is refused
+            (``messages-thinking-history-rejected``, ``responses-reasoning-items-rejected``).
     """
 
     double_counted: bool = False

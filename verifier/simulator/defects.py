@@ -206,6 +206,11 @@ MESSAGES_THINKING_HISTORY_REJECTED = _define(
     "over Anthropic Messages, refuses a turn that sends a thinking block back (a gateway that "
     "cannot pass it on)",
 )
+RESPONSES_REASONING_ITEMS_REJECTED = _define(
+    "responses-reasoning-items-rejected",
+    "reasoning",
+    "over OpenAI Responses, refuses an input that gives a reasoning item back",
+)
 MESSAGES_MAX_TOKENS_DEFAULTED = _define(
     "messages-max-tokens-defaulted",
     "wire",

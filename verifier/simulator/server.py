@@ -80,6 +80,7 @@ from .defects import (
     MISSING_REASONING_HANG,
     RESPONSES_CUT_AS_COMPLETED,
     RESPONSES_NAMED_TOOL_CHOICE_LOST,
+    RESPONSES_REASONING_ITEMS_REJECTED,
     RESPONSES_STREAM_UNINDEXED,
     TOKENIZE_ENDPOINT_DISAGREES,
     TRANSLATED_ARGUMENTS_ESCAPED,
@@ -102,7 +103,8 @@ def _quirks(defects: Defects) -> Quirks:
     return Quirks(
         double_counted=defects.has(MESSAGES_CACHE_DOUBLE_COUNTED),
         unsigned=defects.has(MESSAGES_THINKING_UNSIGNED),
-        refuses_thinking=defects.has(MESSAGES_THINKING_HISTORY_REJECTED),
+        refuses_thinking=defects.has(MESSAGES_THINKING_HISTORY_REJECTED)
+        or defects.has(RESPONSES_REASONING_ITEMS_REJECTED),
     )
 
 

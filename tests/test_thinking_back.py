@@ -7,9 +7,15 @@ from typing import Any
 
 import pytest
 
-from verifier.checks.support.signed_thinking import NO_RESULT, next_turn, signature_findings
+from verifier.checks.support.thinking_back import (
+    NO_RESULT,
+    next_input,
+    next_turn,
+    signature_findings,
+)
 from verifier.protocol.answers import ChatResult
 from verifier.protocol.messages import accumulate, answer_content
+from verifier.protocol.responses import output_items
 
 THOUGHT = {"type": "thinking", "thinking": "Look it up.", "signature": "c2ln"}
 CALL = {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Oslo"}}
@@ -119,3 +125,48 @@ def test_the_next_turn_sends_the_blocks_back_and_answers_each_call() -> None:
     assert unanswered["messages"][2]["content"][0]["content"] == NO_RESULT
     talk = next_turn(body, [THOUGHT, {"type": "text", "text": "Hi"}], {})
     assert talk["messages"][2] == {"role": "user", "content": "Thank you."}
+
+
+REASONING = {
+    "id": "rs_1",
+    "type": "reasoning",
+    "summary": [],
+    "content": [{"type": "reasoning_text", "text": "Look it up."}],
+}
+FUNCTION_CALL = {
+    "type": "function_call",
+    "call_id": "call_1",
+    "name": "get_weather",
+    "arguments": '{"city": "Oslo"}',
+}
+
+
+def test_the_next_input_gives_the_items_back_and_each_calls_output() -> None:
+    body = {"model": "m", "stream": True, "store": False, "input": "Weather?"}
+    follow = next_input(body, [REASONING, FUNCTION_CALL], {"get_weather": ["3 C"]})
+    assert "stream" not in follow and follow["store"] is False
+    assert follow["input"] == [
+        {"role": "user", "content": "Weather?"},
+        REASONING,
+        FUNCTION_CALL,
+        {"type": "function_call_output", "call_id": "call_1", "output": "3 C"},
+    ]
+    talk = next_input({**body, "input": [{"role": "user", "content": "Hi"}]}, [REASONING], {})
+    assert talk["input"][-1] == {"role": "user", "content": "Thank you."}
+
+
+def test_a_streams_items_are_its_terminal_responses_or_else_its_done_items() -> None:
+    done = [
+        {"type": "response.output_item.done", "output_index": 0, "item": REASONING},
+        {"type": "response.output_item.done", "output_index": 1, "item": FUNCTION_CALL},
+    ]
+    terminal = {"type": "response.completed", "response": {"output": [REASONING]}}
+    assert output_items(ChatResult(stream=True, status=200, chunks=[*done, terminal])) == [
+        REASONING
+    ]
+    assert output_items(ChatResult(stream=True, status=200, chunks=done)) == [
+        REASONING,
+        FUNCTION_CALL,
+    ]
+    whole = ChatResult(stream=False, status=200, body={"output": [REASONING, FUNCTION_CALL]})
+    assert output_items(whole) == [REASONING, FUNCTION_CALL]
