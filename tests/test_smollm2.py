@@ -538,11 +538,12 @@ def vllm_api_run(
 ) -> VerifierRun:
     """vLLM through chat, Messages and Responses: each case's twins compared with chat's."""
     out = tmp_path_factory.mktemp("smollm2-vllm-apis") / "out"
-    ids = [*KEPT["tool_calling"], "chat_template", *API_WIRE]
+    ids = [*KEPT["tool_calling"], *KEPT["structured_output"], "chat_template", *API_WIRE]
+    families = "tool_calling,structured_output,chat_template,wire"
     return verify(
         vllm_server.url,
         out,
-        *("--api", "chat,messages,responses", "--families", "tool_calling,chat_template,wire"),
+        *("--api", "chat,messages,responses", "--families", families),
         *("--profile", f"gguf:{model}", "--repeats", "tool_calling=2", "-k", " or ".join(ids)),
         *("--concurrency", str(VLLM_CONCURRENCY), "--timeout", str(VLLM_TIMEOUT)),
         timeout=1800,
@@ -551,6 +552,9 @@ def vllm_api_run(
 
 def test_vllm_over_messages_and_responses(vllm_api_run: VerifierRun) -> None:
     """What vLLM 0.32's Anthropic and Responses routers get wrong, every outcome recorded.
+
+    Structured output is served over both (Messages' ``output_config.format``, Responses'
+    ``text.format``) and gives the same JSON value as chat's twin.
 
     - Messages: a non-stream answer leaves out ``stop_sequence`` (required, null when no
       sequence ended it): response_shape; every answer's usage leaves out the cache counts
@@ -621,6 +625,13 @@ def test_vllm_over_messages_and_responses(vllm_api_run: VerifierRun) -> None:
         "cross_api tool": (0, 2),
         "cross_api arguments": (1, 2),
         "cross_api prompt_tokens": (13, 26),
+    }
+    # Structured output over all three (Messages' output_config, Responses' text.format), the
+    # same JSON value through each: every twin pair compared agrees. Messages has no
+    # json_object form; a malformed format is not sent where the API cannot say it.
+    structured = run.family("structured_output")
+    assert {r["name"]: (r["differing"], r["pairs"]) for r in structured["rulings"]} == {
+        "cross_api json": (0, 10)
     }
     tools = {c.id: len(c.data["tools"]) for c in load_corpus(["tool_calling"]).cases}
     for found in family["metrics"]["cross_api"]["disagreements"]:
