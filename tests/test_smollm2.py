@@ -186,7 +186,8 @@ def test_the_run_is_the_trimmed_corpus_and_well_formed(
     run: VerifierRun = request.getfixturevalue(f"{vendor}_run")
     assert set(run.scorecard["families"]) == set(DEFAULT_FAMILIES)
     for family in WHOLE:
-        every = {c.id for c in load_corpus([family]).cases}
+        # Chat's cases: those written for another API go only through it (not run here).
+        every = {c.id for c in load_corpus([family]).cases if "api" not in c.data}
         if family == "wire":
             # The default generated set (one bad or edge request per field) runs too.
             every |= {c.id for c in negative_cases(default_count(), DEFAULT_SEED)[0]}

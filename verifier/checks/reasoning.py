@@ -16,9 +16,9 @@ whose check the dialect does not state is unsupported. Checks, by the case's ``c
   non-empty answer or a valid next call;
 - ``invalid_history``: a tool-call turn sent back without its reasoning, which the contract
   says the lab's API refuses, must get a 4xx;
-- ``thinking_roundtrip`` (a case written for Anthropic Messages, sent through it alone):
-  thinking on, each answer's thinking blocks signed and taken back as they came in the next
-  turn (:mod:`.support.thinking_back`).
+- ``thinking_roundtrip`` (a case written for Anthropic Messages or OpenAI Responses, sent
+  through it alone, for a model whose contract states a thinking dialect): each answer's
+  reasoning taken back as it came in the next turn (:mod:`.support.thinking_back`).
 
 Codes:
 
@@ -981,6 +981,12 @@ def _run_invalid_history(case: Case, ctx: RunContext) -> Graded:
     return rejection_findings(result, what, "invalid_history", "without-reasoning"), {"requests": 1}
 
 
+def _run_thinking_roundtrip(case: Case, ctx: RunContext) -> Graded:
+    # Only a model whose contract states that it thinks has reasoning to send back.
+    _dialect(ctx)
+    return (yield from run_thinking_roundtrip(case, ctx))
+
+
 RUNS = {
     "thinking_on": _run_switch,
     "thinking_off": _run_switch,
@@ -988,7 +994,7 @@ RUNS = {
     "effort": _run_effort,
     "agent_loop": _run_agent_loop,
     "invalid_history": _run_invalid_history,
-    "thinking_roundtrip": run_thinking_roundtrip,
+    "thinking_roundtrip": _run_thinking_roundtrip,
 }
 
 
