@@ -330,6 +330,11 @@ def test_defect_under_concurrency_bites_only_requests_that_overlap(vendor: Vendo
         thread.join()
     free_text = "Hello! I am a tiny deterministic model. You said: Give a JSON object with a=1"
     assert sorted(map(str, answers)) == sorted([free_text, '{"a": 0}'])
+    # A handler counts its request until it has written the answer and returned: on a busy
+    # machine the client can have its answer first. Alone means once both are counted out.
+    deadline = time.monotonic() + 5
+    while server.in_flight.count and time.monotonic() < deadline:
+        time.sleep(0.01)
     ask()
     assert answers[-1] == '{"a": 0}'
     client.close()
