@@ -236,8 +236,9 @@ def test_a_count_that_adds_the_cached_input_again_names_the_double_count(kimi: P
     found = grade(kimi, "system", case)
     assert codes(found) == ["cached_tokens_double_counted"]
     assert found[0].expected == exact_b and found[0].actual == 2 * exact_b - 1
+    # The baseline's count is off by another amount: no cause fits both, what was observed.
     other = [case[0], (a, Observed(exact_a + 5, cached=exact_a - 1))]
-    assert "cached_tokens_double_counted" not in codes(grade(kimi, "system", other))
+    assert codes(grade(kimi, "system", other)) == ["prompt_tokens_mismatch"]
     # Nothing said to be cached: nothing singles the cache out.
     none = [(b, Observed(exact_b + 3, cached=0))]
-    assert codes(grade(kimi, "system", none)) != ["cached_tokens_double_counted"]
+    assert codes(grade(kimi, "system", none)) == ["prompt_tokens_mismatch"]
