@@ -7,10 +7,13 @@ from typing import Any
 
 import pytest
 
+from verifier.checks.support.evidence import Malformed
+from verifier.checks.support.subchecks import Unsupported
 from verifier.checks.support.thinking_back import (
     NO_RESULT,
     next_input,
     next_turn,
+    run_thinking_roundtrip,
     signature_findings,
 )
 from verifier.protocol.answers import ChatResult
@@ -170,3 +173,62 @@ def test_a_streams_items_are_its_terminal_responses_or_else_its_done_items() -> 
     ]
     whole = ChatResult(stream=False, status=200, body={"output": [REASONING, FUNCTION_CALL]})
     assert output_items(whole) == [REASONING, FUNCTION_CALL]
+
+
+def _roundtrip(answers: list[tuple[int, dict[str, Any]]]) -> list[str]:
+    """The codes run_thinking_roundtrip gives when the endpoint answers `answers` in turn."""
+    from verifier.cases.corpus import load_corpus
+    from verifier.checks.registry import RunContext
+    from verifier.protocol.messages import parse_answer
+    from verifier.protocol.requests import drive
+
+    case = next(c for c in load_corpus(["reasoning"]).cases if c.data.get("api") == "messages")
+    given = iter(answers)
+
+    def send(request: Any) -> ChatResult:
+        status, body = next(given)
+        return parse_answer(status, json.dumps(body).encode(), {})
+
+    findings, _ = drive(run_thinking_roundtrip(case, RunContext(model="m", seed=1)), send)
+    return sorted(f.code for f in findings)
+
+
+def message(*content: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "m",
+        "content": list(content),
+        "stop_reason": "tool_use",
+        "stop_sequence": None,
+        "usage": {
+            "input_tokens": 9,
+            "output_tokens": 3,
+            "cache_creation_input_tokens": None,
+            "cache_read_input_tokens": None,
+        },
+    }
+
+
+REFUSED = {"type": "error", "error": {"type": "invalid_request_error", "message": "bad"}}
+DONE = message({"type": "text", "text": "3 C."})
+
+
+def test_signed_thinking_taken_back_passes_and_each_failure_is_its_code() -> None:
+    signed, unsigned = message(THOUGHT, CALL), message({**THOUGHT, "signature": ""}, CALL)
+    assert _roundtrip([(200, signed), (200, DONE)] * 2) == []
+    assert _roundtrip([(200, unsigned), (200, DONE)] * 2) == ["thinking_signature_missing"] * 2
+    assert _roundtrip([(200, signed), (400, REFUSED)] * 2) == ["thinking_history_rejected"] * 2
+
+
+def test_an_answer_without_its_evidence_never_passes() -> None:
+    """No thinking at all is unsupported; a 2xx turn without a message is malformed."""
+    plain = message({"type": "text", "text": "3 C."})
+    with pytest.raises(Unsupported):
+        _roundtrip([(200, plain), (200, plain)])
+    empty = {"id": "x"}
+    with pytest.raises(Malformed):
+        _roundtrip([(200, empty)])
+    with pytest.raises(Malformed):
+        _roundtrip([(200, message(THOUGHT, CALL)), (200, empty)])

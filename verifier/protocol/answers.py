@@ -51,7 +51,9 @@ class Choice:
     ``reasoning_field`` is the field the reasoning came in (see :data:`REASONING_FIELDS`).
     ``stop_reason`` and ``stop_sequence`` are an Anthropic Messages answer's own, as sent
     (``finish_reason`` says the same in chat's words, which cannot tell a stop sequence
-    from the end of the turn); None over the other APIs.
+    from the end of the turn); None over the other APIs. ``blocks`` is a Messages answer's
+    content as a client sends it back in its next turn (a stream's built from its events,
+    thinking with its signature); None over the other APIs.
     """
 
     index: int
@@ -64,6 +66,7 @@ class Choice:
     reasoning_field: str | None = None
     stop_reason: Any = None
     stop_sequence: Any = None
+    blocks: list[dict[str, Any]] | None = None
 
 
 @dataclasses.dataclass(slots=True)

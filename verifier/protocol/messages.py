@@ -383,6 +383,10 @@ class _Block:
     id: Any = None
     name: Any = None
     input: Any = None
+    # The block as it began (a stream's content_block_start), and a thinking block's
+    # signature pieces (signature_delta).
+    start: dict[str, Any] = dataclasses.field(default_factory=dict)
+    signature: list[str] | None = None
 
     def arguments(self) -> str | None:
         """A tool_use block's input as JSON text: the streamed pieces, else the whole input."""
@@ -390,6 +394,20 @@ class _Block:
         if joined or self.input is None:
             return joined or None
         return json.dumps(self.input, ensure_ascii=False)
+
+    def native(self) -> dict[str, Any]:
+        """The streamed block whole, as the SDKs build it: its start with the deltas joined."""
+        block = dict(self.start)
+        if self.type in ("text", "thinking"):
+            block[self.type] = "".join(self.pieces)
+        if self.signature is not None:
+            block["signature"] = "".join(self.signature)
+        if self.type == "tool_use" and self.pieces:
+            try:
+                block["input"] = json.loads("".join(self.pieces))
+            except json.JSONDecodeError:
+                pass  # The start's input stays: the pieces make no JSON (a problem already).
+        return block
 
 
 def _is_count(value: Any) -> TypeGuard[int]:
@@ -682,7 +700,7 @@ class _EventReader:
         raw = data.get("content_block")
         raw = raw if isinstance(raw, dict) else {}
         kind = raw.get("type")
-        block = _Block(kind if isinstance(kind, str) else "")
+        block = _Block(kind if isinstance(kind, str) else "", start=dict(raw))
         if block.type not in _DELTA_TYPES:
             self._problem("unknown_content_block", f"a content block of type {kind!r}", number)
         elif kind in ("text", "thinking") and isinstance(raw.get(kind), str) and raw[kind]:
@@ -719,7 +737,9 @@ class _EventReader:
         value = delta.get(field) if field else ""
         if not isinstance(value, str):
             self._problem("malformed_event", f"a {kind} whose {field} is {value!r}", number)
-        elif kind != "signature_delta" and field:
+        elif kind == "signature_delta":
+            block.signature = [*(block.signature or []), value]
+        elif field:
             block.pieces.append(value)
             if value:
                 note_token(self.result, self.now, reasoning=kind == "thinking_delta")
@@ -787,6 +807,7 @@ class _EventReader:
                 self._problem("message_stop_missing", "the stream ended before message_stop", None)
         if self.started or self.blocks:
             choice = _choice(self.blocks, self.stop_reason, self.stop_sequence)
+            choice.blocks = [block.native() for block in self.blocks]
             result.choices.append(choice)
             if choice.finish_reason is None and not self.errored:
                 where = None if self.delta_at is None else f"event {self.delta_at}"
@@ -820,39 +841,14 @@ def accumulate(
 def answer_content(result: ChatResult) -> list[dict[str, Any]]:
     """The answer's content blocks as a client sends them back in its next turn (pure).
 
-    A non-stream answer's ``content`` as it came; a stream's blocks built from its events as
-    the SDKs build them: each ``content_block_start``'s block, its text, thinking and
-    signature deltas joined, a tool_use block's input the JSON its pieces make (an input
-    that does not parse stays the start's). Thinking blocks keep their signatures.
+    A non-stream answer's ``content`` as it came; a stream's blocks as its reading built
+    them (:attr:`~.answers.Choice.blocks`). Thinking blocks keep their signatures.
     """
     if not result.stream:
         content = result.body.get("content") if isinstance(result.body, dict) else None
         return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
-    blocks: dict[Any, dict[str, Any]] = {}
-    pieces: dict[Any, list[str]] = {}
-    for event in result.chunks:
-        if not isinstance(event, dict):
-            continue
-        index = event.get("index")
-        if event.get("type") == "content_block_start" and isinstance(
-            event.get("content_block"), dict
-        ):
-            blocks[index] = dict(event["content_block"])
-        elif event.get("type") == "content_block_delta" and index in blocks:
-            given = event.get("delta")
-            delta: dict[str, Any] = given if isinstance(given, dict) else {}
-            field = _DELTA_FIELDS.get(str(delta.get("type")))
-            if field == "partial_json":
-                pieces.setdefault(index, []).append(str(delta.get(field, "")))
-            elif field is not None:
-                block = blocks[index]
-                block[field] = str(block.get(field) or "") + str(delta.get(field, ""))
-    for index, joined in pieces.items():
-        try:
-            blocks[index]["input"] = json.loads("".join(joined))
-        except json.JSONDecodeError:
-            pass
-    return list(blocks.values())
+    choice = result.choice
+    return list(choice.blocks or []) if choice is not None else []
 
 
 def read_recorded(response: Any, *, status: int, stream: bool) -> ChatResult:

@@ -22,6 +22,7 @@ from ...protocol.apis import protocol_of
 from ...protocol.messages import answer_content
 from ...protocol.requests import Raw
 from ...protocol.responses import output_items
+from .evidence import Malformed, evidence_findings
 from .subchecks import Graded, Rejected, Unsupported
 
 if TYPE_CHECKING:
@@ -142,9 +143,12 @@ def _answered(
 def run_thinking_roundtrip(case: Case, ctx: RunContext) -> Graded:
     """Each answer's reasoning, non-stream then streamed, given back in the next turn.
 
+    An answer without a choice (either turn) is malformed: it shows nothing of the reasoning.
+
     Raises:
         Rejected: the first turn was refused (thinking is not served there).
         Unsupported: no answer carried reasoning.
+        Malformed: a 2xx answer cannot be read or carries no choice.
     """
     data = case.data
     # The API the case is written for (the only one it is sent through).
@@ -160,13 +164,16 @@ def run_thinking_roundtrip(case: Case, ctx: RunContext) -> Graded:
         first = yield Raw(_bytes(body), "application/json", f"{label}-turn-1", stream=stream)
         if not first.ok:
             raise Rejected(first)
+        _readable(first, f"{label}-turn-1")
         follow, found = _answered(api, body, first, results, f"{label}-turn-1")
         if follow is None:
             continue
         thought = True
         findings += found
         second = yield Raw(_bytes(follow), "application/json", f"{label}-turn-2")
-        if not second.ok:
+        if second.ok:
+            _readable(second, f"{label}-turn-2")
+        else:
             said = (second.error_object or {}).get("message") or second.body
             findings.append(
                 Finding(
@@ -181,6 +188,13 @@ def run_thinking_roundtrip(case: Case, ctx: RunContext) -> Graded:
     if not thought:
         raise Unsupported(f"no answer carried a {REASONING[api]}")
     return findings, {"requests": len(ctx.observed)}
+
+
+def _readable(result: ChatResult, attempt: str) -> None:
+    """Raise :class:`Malformed` for a 2xx answer that cannot be read or has no choice."""
+    broken = evidence_findings(result, attempt)
+    if broken:
+        raise Malformed(broken)
 
 
 def _bytes(body: Mapping[str, Any]) -> bytes:
