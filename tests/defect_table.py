@@ -205,6 +205,11 @@ ROWS: tuple[Row, ...] = (
         reasoning={"thinking_history_rejected"},
     ),
     _row(
+        "messages-cache-creation-omitted",
+        verifier=("--api", "chat,messages"),
+        wire={"cache_usage_missing"},
+    ),
+    _row(
         "messages-blocks-overlap",
         "a stream of one block has nothing to overlap: K2 Thinking's answers stream a thinking "
         "block, then the text; the thinking block left open never gets its signature, so the "

@@ -730,7 +730,7 @@ def message_object(
         "model": completion.get("model"),
         "content": content,
         **(ended or Ended()).stop(choice.get("finish_reason")),
-        "usage": _messages_usage(completion.get("usage"), quirks.double_counted),
+        "usage": _messages_usage(completion.get("usage"), quirks),
     }
 
 
@@ -776,11 +776,14 @@ class Quirks(NamedTuple):
             as llama-server 11434's streams do).
         refuses_thinking: a thinking block or reasoning item sent back is refused
             (``messages-thinking-history-rejected``, ``responses-reasoning-items-rejected``).
+        creation_omitted: the usage leaves out cache_creation_input_tokens
+            (``messages-cache-creation-omitted``, as llama-server 11434's does).
     """
 
     double_counted: bool = False
     unsigned: bool = False
     refuses_thinking: bool = False
+    creation_omitted: bool = False
 
     def sign(self, thinking: str) -> str:
         """A thinking block's signature, as these quirks give it."""
@@ -850,22 +853,25 @@ def _tool_input(arguments: Any) -> Any:
     return value if isinstance(value, dict) else arguments
 
 
-def _messages_usage(usage: Any, double_counted: bool = False) -> dict[str, Any] | None:
-    """Chat usage as Messages usage (the simulated vendor caches no prompt).
+def _messages_usage(usage: Any, quirks: Quirks) -> dict[str, Any] | None:
+    """Chat usage as Messages usage (the simulated vendor caches no prompt), as `quirks` say.
 
-    `double_counted`: the usage says every prompt token but the last was read from the cache,
+    Double counted, the usage says every prompt token but the last was read from the cache,
     as a prefix cache that held the prompt would, and counts them in input_tokens all the same.
     """
     if not isinstance(usage, dict):
         return None
     prompt = usage.get("prompt_tokens")
-    read = prompt - 1 if double_counted and isinstance(prompt, int) and prompt > 1 else 0
-    return {
+    read = prompt - 1 if quirks.double_counted and isinstance(prompt, int) and prompt > 1 else 0
+    native = {
         "input_tokens": prompt,
         "output_tokens": usage.get("completion_tokens"),
         "cache_creation_input_tokens": 0,
         "cache_read_input_tokens": read,
     }
+    if quirks.creation_omitted:
+        del native["cache_creation_input_tokens"]
+    return native
 
 
 def _responses_usage(usage: Any) -> dict[str, Any] | None:
@@ -1222,7 +1228,7 @@ class MessagesStream(_Gateway):
         assert self.head is not None
         usage = _messages_usage(
             {"prompt_tokens": self.input_tokens, "completion_tokens": 0},
-            self.quirks.double_counted,
+            self.quirks,
         )
         message = {
             "id": f"msg_{_suffix(self.head['id'])}",
@@ -1289,7 +1295,7 @@ class MessagesStream(_Gateway):
         for index in self.unstopped:
             self._emit("content_block_stop", {"index": index})
         fields: dict[str, Any] = {"delta": self.ended.stop(self.finish)}
-        usage = _messages_usage(self.usage, self.quirks.double_counted)
+        usage = _messages_usage(self.usage, self.quirks)
         if usage is not None:
             fields["usage"] = usage
         self._emit("message_delta", fields)

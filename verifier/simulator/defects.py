@@ -211,6 +211,12 @@ RESPONSES_REASONING_ITEMS_REJECTED = _define(
     "reasoning",
     "over OpenAI Responses, refuses an input that gives a reasoning item back",
 )
+MESSAGES_CACHE_CREATION_OMITTED = _define(
+    "messages-cache-creation-omitted",
+    "wire",
+    "over Anthropic Messages, leaves cache_creation_input_tokens (required, null when nothing "
+    "was cached) out of every answer's usage",
+)
 MESSAGES_MAX_TOKENS_DEFAULTED = _define(
     "messages-max-tokens-defaulted",
     "wire",

@@ -69,6 +69,7 @@ from .defects import (
     INVALID_REQUEST_SLOWS,
     KV_CACHE_DIVERGENCE,
     MESSAGES_BLOCKS_OVERLAP,
+    MESSAGES_CACHE_CREATION_OMITTED,
     MESSAGES_CACHE_DOUBLE_COUNTED,
     MESSAGES_ERRORS_CHAT_SHAPED,
     MESSAGES_MAX_TOKENS_DEFAULTED,
@@ -105,6 +106,7 @@ def _quirks(defects: Defects) -> Quirks:
         unsigned=defects.has(MESSAGES_THINKING_UNSIGNED),
         refuses_thinking=defects.has(MESSAGES_THINKING_HISTORY_REJECTED)
         or defects.has(RESPONSES_REASONING_ITEMS_REJECTED),
+        creation_omitted=defects.has(MESSAGES_CACHE_CREATION_OMITTED),
     )
 
 
