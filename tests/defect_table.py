@@ -205,6 +205,20 @@ ROWS: tuple[Row, ...] = (
         reasoning={"thinking_history_rejected"},
     ),
     _row(
+        "messages-thinking-dropped",
+        profile="small",
+        verifier=("--api", "chat,messages"),
+        reasoning={"thinking_not_honoured"},
+    ),
+    # Without its effort the small model does not reason at all: no level gives reasoning,
+    # which the effort test names thinking_not_honoured (an order needs lengths to compare).
+    _row(
+        "responses-effort-dropped",
+        profile="small",
+        verifier=("--api", "chat,responses"),
+        reasoning={"thinking_not_honoured"},
+    ),
+    _row(
         "messages-cache-creation-omitted",
         verifier=("--api", "chat,messages"),
         wire={"cache_usage_missing"},

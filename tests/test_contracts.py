@@ -99,6 +99,7 @@ CODES = {
     "qwen3": {"served_model_mismatch", "thinking_not_honoured", "defaults_not_applied"},
 }
 FAMILIES = ("wire", "chat_template", "reasoning", "tool_calling")
+ALL_APIS = "chat,messages,responses"
 # Of tool calling, the cases a contract drives: its dynamic-tools cases.
 SELECTED = "not tool_calling or dynamic"
 CASES = [
@@ -302,13 +303,16 @@ def test_contract_checks_pass_an_honouring_vendor_and_fail_a_defective_one(
     data = contract(name)
     applies = {check for check, needs in CONTRACT_CHECKS.items() if needs(data)}
     runs = {}
-    for label, defects in (("clean", ()), ("defective", DEFECTS)):
+    # The clean vendor over every API (the cases written for Messages and Responses state
+    # the switch and effort in those APIs' terms); the defective one over chat.
+    for label, defects, apis in (("clean", (), ALL_APIS), ("defective", DEFECTS, "chat")):
         vendor = SimulatorProcess(
             ["--profile", profile, *(a for d in defects for a in ("--defect", d))]
         )
         try:
             runs[label] = run_verifier(
-                vendor.url, "--profile", profile, "--families", ",".join(FAMILIES), "-k", SELECTED
+                *(vendor.url, "--profile", profile, "--families", ",".join(FAMILIES)),
+                *("-k", SELECTED, "--api", apis),
             )
         finally:
             vendor.stop()
@@ -316,8 +320,14 @@ def test_contract_checks_pass_an_honouring_vendor_and_fail_a_defective_one(
     assert codes == set(), runs["clean"].stdout[-3000:]
     for case in CASES:
         if check_of(case) in CONTRACT_CHECKS:
+            api = case.data.get("api")
             expected = "pass" if check_of(case) in applies else "unsupported"
-            assert outcomes[case.id] == expected, case.id
+            if api == "responses" and data.get("reasoning", {}).get("effort"):
+                # Responses' reasoning.effort is OpenAI's reasoning_effort, no other field.
+                field = data["reasoning"]["effort"]["field"]
+                expected = "pass" if field == "reasoning_effort" else "unsupported"
+            key = f"{case.id}[{api}]" if api else case.id
+            assert outcomes[key] == expected, key
     assert runs["clean"].scorecard["profile"]["contract_version"] == data["version"]
     codes, _ = graded(runs["defective"])
     assert codes == CODES[name], runs["defective"].stdout[-3000:]

@@ -66,6 +66,14 @@ def test_stream_is_the_arguments_and_stream_options_and_seed_are_dropped() -> No
     assert "stream" not in request_body({**chat, "stream": True}, stream=False)
 
 
+@pytest.mark.parametrize(
+    "thinking", [{"type": "enabled", "budget_tokens": 1024}, {"type": "disabled"}]
+)
+def test_the_thinking_object_goes_as_it_is(thinking: dict[str, Any]) -> None:
+    """Moonshot's, DeepSeek's and Zhipu's chat ``thinking`` is the Messages object itself."""
+    assert render(thinking=thinking) == {**render(), "thinking": thinking}
+
+
 def test_one_system_message_is_a_string_and_several_are_text_blocks() -> None:
     one = render(messages=[{"role": "system", "content": "Be brief."}, USER])
     assert one["system"] == "Be brief." and one["messages"] == [USER]

@@ -418,7 +418,7 @@ def test_logprobs_become_an_include_and_top_logprobs() -> None:
         ({"frequency_penalty": 0.5}, "frequency_penalty"),
         ({"presence_penalty": -1}, "presence_penalty"),
         ({"logit_bias": {"1": 5}}, "'logit_bias'"),
-        ({"reasoning_effort": "low"}, "'reasoning_effort'"),
+        ({"reasoning_effort_level": "low"}, "'reasoning_effort_level'"),
         ({"messages": [{"role": "user", "content": "Hi", "name": "bob"}]}, "message name"),
         ({"messages": [{"role": "function", "content": "x"}]}, "'function'"),
     ],
@@ -427,6 +427,15 @@ def test_what_the_responses_api_cannot_say_is_refused_by_name(
     fields: dict[str, Any], named: str
 ) -> None:
     assert named in refusal(**fields)
+
+
+def test_chats_reasoning_effort_is_the_responses_reasoning_effort() -> None:
+    """OpenAI's two references name one setting: chat's reasoning_effort, Responses'
+    reasoning.effort, with one enumeration."""
+    body = render(reasoning_effort="high")
+    assert body["reasoning"] == {"effort": "high"}
+    assert "reasoning_effort" not in body
+    assert "reasoning" not in render(reasoning_effort=None)
 
 
 def test_neutral_values_of_unsupported_fields_ask_nothing() -> None:

@@ -140,6 +140,7 @@ def test_the_main_command_grades_every_family_and_passes(tmp_path: Path) -> None
         if r["outcome"]["status"] == "unsupported"
     )
     refused = "rejected with HTTP 400: thinking is enabled but reasoning_content is missing in "
+    always = "unsupported: the model always reasons: its contract has no way to turn thinking off"
     chat_logprobs = (
         "unsupported: max_tokens ran out in the reasoning: no content token to read logprobs of"
     )
@@ -155,7 +156,7 @@ def test_the_main_command_grades_every_family_and_passes(tmp_path: Path) -> None
         "unsupported: the profile pins no sampling value": 1,
         "unsupported: the profile documents no image size limit": 1,
         "unsupported: the profile declares no reasoning effort levels": 1,
-        "unsupported: the model always reasons: its contract has no way to turn thinking off": 2,
+        always: 2,
         chat_logprobs: 2,
         f"unsupported: the conversation was {refused}assistant tool call message at index 1": 3,
     }
@@ -211,9 +212,13 @@ def test_the_main_command_grades_every_family_and_passes(tmp_path: Path) -> None
         },
         ("messages", f"{messages}the Messages API has no image detail ('high')"): 2,
         ("messages", f"{messages}the Messages API has no image detail ('low')"): 3,
+        # Reasoning's cases written for the other APIs: thinking switched off over Messages,
+        # and effort over Responses, are ruled out as over chat.
+        ("messages", always): 1,
+        ("responses", "unsupported: the profile declares no reasoning effort levels"): 1,
     }
     by_api = Counter(r.get("api", "chat") for r in records)
-    assert by_api == {"chat": 670, "messages": 493, "responses": 490}
+    assert by_api == {"chat": 670, "messages": 495, "responses": 491}
     assert card["endpoint"]["apis"] == ["chat", "messages", "responses"]
     for name in ("chat_template", "tool_calling", "structured_output", "vision", "wire"):
         per_api = card["families"][name]["apis"]

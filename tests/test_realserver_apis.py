@@ -46,9 +46,11 @@ TOOL_CHOICES = (
 STOPS = ("stop-string", "stop-list", "stop-letter", "stop-stream")
 # Wire's cases for the thinking process: a plain answer, streamed and not, and a stop.
 THINKING_WIRE = ("shape-plain", "stream-plain", "stop-string")
-# Reasoning's cases over Messages and Responses: the reasoning sent back as it came.
+# Reasoning's cases over Messages and Responses: the reasoning sent back as it came, and the
+# switch and effort in those APIs' terms.
 SIGNED = "signed-thinking-weather"
 ITEMS = "reasoning-items-weather"
+SWITCHED = ("thinking-on-messages", "thinking-off-messages", "effort-responses")
 # A tool named where the prompt asks for another: only a choice read as named makes the call.
 NAMED = [case for case in TOOL_CHOICES if "-named-other-" in case]
 
@@ -107,7 +109,7 @@ def thinking_run(
 ) -> VerifierRun:
     """The thinking process (the model that reasons first) through the three APIs: the kept
     tool-calling cases and wire's stream and stop cases, under the Kimi K2 Thinking contract."""
-    ids = [*kept_cases()["tool_calling"], *THINKING_WIRE, SIGNED, ITEMS]
+    ids = [*kept_cases()["tool_calling"], *THINKING_WIRE, SIGNED, ITEMS, *SWITCHED]
     return verified(
         llama_server("thinking"),
         tmp_path_factory.mktemp("realserver-apis-thinking"),
@@ -339,6 +341,14 @@ def test_reasoning_over_messages_streams_its_thinking_block_across_the_text(
     }
     # Over Responses its reasoning comes as reasoning items, taken back as they came.
     assert outcomes[f"reasoning/{ITEMS}[responses]"]["status"] == "pass"
+    # Thinking switched on in Messages' terms gives a thinking block, then the text; the
+    # contract says K2 Thinking cannot be switched off and states no effort levels.
+    switched = {case: outcomes[f"reasoning/{case}[{case.rpartition('-')[2]}]"] for case in SWITCHED}
+    assert {case: o["status"] for case, o in switched.items()} == {
+        "thinking-on-messages": "pass",
+        "thinking-off-messages": "unsupported",
+        "effort-responses": "unsupported",
+    }
     stop = outcomes["wire/stop-string[messages]"]["findings"]
     assert {f["code"] for f in stop} == {"stop_reason_mismatch", "cache_usage_missing"}
     assert outcomes["wire/shape-plain[responses]"]["code"] == "response_shape"

@@ -31,8 +31,7 @@ from verifier.outcome import CaseRecord, Outcome, Status
 from verifier.protocol.answers import ChatResult, Choice, ToolCall
 from verifier.protocol.requests import drive
 from verifier.protocol.stream import accumulate
-from verifier.reference.dialect import Dialect, Effort
-from verifier.reference.profiles import merged
+from verifier.reference.dialect import Dialect, Effort, merged
 
 SWITCH = Dialect.of(
     {
@@ -109,6 +108,33 @@ def test_effort_fields_nest_under_their_object() -> None:
     assert effort.fields("high") == {"chat_template_kwargs": {"reasoning_effort": "high"}}
     assert effort.level_of(effort.fields("low")) == "low"
     assert Effort("reasoning_effort", ("low", "high")).fields("low") == {"reasoning_effort": "low"}
+
+
+def test_the_other_apis_reasoning_settings_in_the_models_terms() -> None:
+    """Messages' thinking becomes the contract's switch, OpenAI's reasoning_effort its effort
+    field; what the contract has no field for, or another kind, stays as it came."""
+    assert SWITCH is not None
+    enabled, disabled = {"type": "enabled", "budget_tokens": 1024}, {"type": "disabled"}
+    assert SWITCH.in_model_terms({"model": "m", "thinking": enabled}) == {
+        "model": "m",
+        "chat_template_kwargs": {"thinking": True},
+    }
+    assert SWITCH.in_model_terms({"thinking": disabled}) == {
+        "chat_template_kwargs": {"thinking": False}
+    }
+    assert SWITCH.in_model_terms({"thinking": {"type": "adaptive"}}) == {
+        "thinking": {"type": "adaptive"}
+    }
+    nested = dataclasses.replace(
+        SWITCH, effort=Effort("chat_template_kwargs.reasoning_effort", ("low", "high"))
+    )
+    assert nested.in_model_terms({"reasoning_effort": "low"}) == {
+        "chat_template_kwargs": {"reasoning_effort": "low"}
+    }
+    always = Dialect.of(None, {"always_on": True})
+    assert always is not None
+    assert always.in_model_terms({"thinking": enabled}) == {}
+    assert always.in_model_terms({"thinking": disabled}) == {"thinking": disabled}
 
 
 def test_merged_joins_objects_field_by_field() -> None:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.conftest import VerifierRun
 from verifier.checks.support.evidence import Malformed
 from verifier.checks.support.subchecks import Unsupported
 from verifier.checks.support.thinking_back import (
@@ -19,6 +22,7 @@ from verifier.checks.support.thinking_back import (
 from verifier.protocol.answers import ChatResult
 from verifier.protocol.messages import accumulate, answer_content
 from verifier.protocol.responses import output_items
+from verifier.simulator.process import SimulatorProcess
 
 THOUGHT = {"type": "thinking", "thinking": "Look it up.", "signature": "c2ln"}
 CALL = {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Oslo"}}
@@ -232,3 +236,31 @@ def test_an_answer_without_its_evidence_never_passes() -> None:
         _roundtrip([(200, empty)])
     with pytest.raises(Malformed):
         _roundtrip([(200, message(THOUGHT, CALL)), (200, empty)])
+
+
+@pytest.mark.slow
+def test_the_switch_and_effort_in_each_apis_terms_pass_a_clean_vendor(
+    run_verifier: Callable[..., VerifierRun], small_profile_dir: Path
+) -> None:
+    """The small profile states a switch and effort levels: over Messages its thinking is
+    switched by the Messages reference's ``thinking``, over Responses its effort set by
+    ``reasoning.effort``, and the clean vendor, which renders both in the model's terms, passes
+    every reasoning case over all three APIs, none of them unsupported. About 10 s."""
+    profile = str(small_profile_dir)
+    vendor = SimulatorProcess(["--profile", profile])
+    try:
+        apis = ("--api", "chat,messages,responses")
+        run = run_verifier(vendor.url, "--profile", profile, "--families", "reasoning", *apis)
+    finally:
+        vendor.stop()
+    statuses = {key: outcome["status"] for key, outcome in run.outcomes().items()}
+    assert set(statuses.values()) == {"pass"}, run.stdout[-3000:]
+    assert {
+        "reasoning/thinking-on-messages[messages]",
+        "reasoning/thinking-off-messages[messages]",
+        "reasoning/effort-responses[responses]",
+        "reasoning/signed-thinking-weather[messages]",
+    } <= set(statuses)
+    effort = run.outcomes()["reasoning/effort-responses[responses]"]["metrics"]["effort"]
+    assert effort["ordered"]["successes"] == 6
+    assert run.returncode == 0

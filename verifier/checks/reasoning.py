@@ -20,6 +20,13 @@ whose check the dialect does not state is unsupported. Checks, by the case's ``c
   through it alone, for a model whose contract states a thinking dialect): each answer's
   reasoning taken back as it came in the next turn (:mod:`.support.thinking_back`).
 
+A switch case written for Messages (``api``) switches thinking in the Messages reference's
+terms (``thinking`` enabled with its smallest budget, or disabled), where the contract says the
+model can be switched so; an effort case written for Responses sets ``reasoning.effort`` at the
+contract's levels, where its effort field is OpenAI's ``reasoning_effort`` (one setting in
+OpenAI's two references). Their answers are graded as chat's, the API's own block or item
+standing for the contract's reasoning field.
+
 Codes:
 
 - ``thinking_not_honoured`` (thinking on gave no reasoning, or off gave reasoning beside the
@@ -62,8 +69,7 @@ from ..outcome import CaseRecord, Finding, Outcome
 from ..protocol.answers import ChatResult, Choice
 from ..protocol.apis import API_NAMES
 from ..protocol.requests import Chat, Exchange, Request
-from ..reference.dialect import FIELDS
-from ..reference.profiles import merged
+from ..reference.dialect import FIELDS, OPENAI_EFFORT, merged
 from ..stats import rate, wilson_interval
 from .registry import QUICK, family
 from .support.common import (
@@ -80,7 +86,7 @@ from .support.evidence import NO_PROMPT_TOKENS, evidence_findings, prompt_tokens
 from .support.prompt_counts import grade, observe
 from .support.renderings import Conversation, reference
 from .support.subchecks import Graded, Rejected, Undecided, Unsupported, run_checks, status_counts
-from .support.thinking_back import run_thinking_roundtrip
+from .support.thinking_back import THINKING, UNSAMPLED, run_thinking_roundtrip
 from .support.tool_matching import parse_arguments
 
 if TYPE_CHECKING:
@@ -602,20 +608,47 @@ def _both(
     return results
 
 
-def _run_switch(case: Case, ctx: RunContext) -> Graded:
-    profile, dialect = _dialect(ctx)
-    thinking = case.data["check"] == "thinking_on"
+def _api_dialect(case: Case, dialect: Dialect) -> Dialect:
+    """The dialect a case's answers are read by.
+
+    Over another API than chat, that API says where reasoning comes (a thinking block, a
+    reasoning item), not the contract's chat field.
+    """
+    return dataclasses.replace(dialect, field=None) if "api" in case.data else dialect
+
+
+def _switch(case: Case, dialect: Dialect, thinking: bool) -> Mapping[str, Any]:
+    """The fields that switch thinking on or off, in the terms of the case's API.
+
+    Over Messages they are the Messages reference's ``thinking`` (enabled with its smallest
+    budget, or disabled) for a model whose contract can switch it so.
+    """
+    messages = case.data.get("api") == "messages"
     if thinking:
-        fields = _on(dialect)
-    elif dialect.off is None:
+        on = _on(dialect)
+        return {"thinking": THINKING} if messages else on
+    if dialect.off is None:
         raise Unsupported(
             "the model always reasons: its contract has no way to turn thinking off"
             if dialect.always_on
             else "the profile declares no way to turn thinking off"
         )
-    else:
-        fields = dialect.off
-    plain, streamed = yield from _both(_base(case, ctx, fields), case.data["check"], fields)
+    return {"thinking": {"type": "disabled"}} if messages else dialect.off
+
+
+def _run_switch(case: Case, ctx: RunContext) -> Graded:
+    profile, model_dialect = _dialect(ctx)
+    dialect = _api_dialect(case, model_dialect)
+    thinking = case.data["check"] == "thinking_on"
+    fields = _switch(case, dialect, thinking)
+    request = _base(case, ctx, fields)
+    # Thinking over Messages takes no sampling settings (its reference): the answers are
+    # then samples, and a stream is not held to its twin.
+    greedy = not ctx.sampled
+    if thinking and case.data.get("api") == "messages":
+        request = {key: value for key, value in request.items() if key not in UNSAMPLED}
+        greedy = False
+    plain, streamed = yield from _both(request, case.data["check"], fields)
     if any(truncated(r) for r in (plain, streamed)):
         raise Undecided(
             "reasoning_truncated",
@@ -630,7 +663,7 @@ def _run_switch(case: Case, ctx: RunContext) -> Graded:
         )
         for r in (plain, streamed)
     ]
-    findings = paired(graded[0], graded[1], compare=not ctx.sampled)
+    findings = paired(graded[0], graded[1], compare=greedy)
     only = sum(1 for r, _ in graded if thinking and _reasoning_only(r))
     return findings, {"requests": 2, "answers": 2 if thinking else 0, "reasoning_only": only}
 
@@ -669,10 +702,22 @@ def _run_structured(case: Case, ctx: RunContext) -> Graded:
 
 
 def _run_effort(case: Case, ctx: RunContext) -> Graded:
-    profile, dialect = _dialect(ctx)
+    profile, model_dialect = _dialect(ctx)
+    dialect = _api_dialect(case, model_dialect)
     effort = dialect.effort
     if effort is None:
         raise Unsupported("the profile declares no reasoning effort levels")
+    switch = dialect.on or {}
+    if case.data.get("api") == "responses":
+        # Responses' reasoning.effort is OpenAI's chat reasoning_effort (its protocol module
+        # renders one as the other); a contract that sets effort otherwise has no counterpart,
+        # nor has its thinking switch.
+        if effort.field != OPENAI_EFFORT:
+            raise Unsupported(
+                f"the model's contract sets effort by {effort.field}, which the Responses API "
+                f"has no counterpart for"
+            )
+        switch = {}
     lengths: dict[str, list[int]] = {level: [] for level in effort.levels}
     findings: list[Finding] = []
     requests = 0
@@ -681,15 +726,15 @@ def _run_effort(case: Case, ctx: RunContext) -> Graded:
             fields = {"messages": [{"role": "user", "content": prompt}]}
             if "max_tokens" in case.data:
                 fields["max_tokens"] = case.data["max_tokens"]
-            request = merged(ctx.request(**fields), dialect.on or {}, effort.fields(level))
+            request = merged(ctx.request(**fields), switch, effort.fields(level))
             result = yield Chat(request, f"prompt-{number}-{level}")
             requests += 1
             if not result.ok:
                 contract: list[tuple[str, Mapping[str, Any]]] = [
                     (EFFORT_REJECTED, effort.fields(level))
                 ]
-                if dialect.on:
-                    contract.append((SWITCH_REJECTED, dialect.on))
+                if switch:
+                    contract.append((SWITCH_REJECTED, switch))
                 raise Rejected(result, request, contract)
             if truncated(result):
                 # A reasoning cut at max_tokens has no length to compare.
@@ -983,8 +1028,16 @@ def _run_invalid_history(case: Case, ctx: RunContext) -> Graded:
 
 def _run_thinking_roundtrip(case: Case, ctx: RunContext) -> Graded:
     # Only a model whose contract states that it thinks has reasoning to send back.
-    _dialect(ctx)
-    return (yield from run_thinking_roundtrip(case, ctx))
+    _, dialect = _dialect(ctx)
+    effort = dialect.effort
+    # Over Responses, reasoning is asked for by its effort (the contract's least), as agent
+    # harnesses ask; a model that always reasons, or states no OpenAI effort, is asked nothing.
+    asked = (
+        effort.fields(effort.levels[0])
+        if effort is not None and effort.field == OPENAI_EFFORT and not dialect.always_on
+        else {}
+    )
+    return (yield from run_thinking_roundtrip(case, ctx, asked))
 
 
 RUNS = {

@@ -37,7 +37,8 @@ _UNSAYABLE: dict[str, Callable[[Any], bool]] = {
 _SAMPLING = ("temperature", "top_p", "top_k")
 # Every chat field this module reads; any other is one Messages cannot say. ``stream`` is the
 # client's (the `stream` argument decides); Messages streams always carry usage
-# (``stream_options``) and the verifier's requests are greedy (``seed``).
+# (``stream_options``) and the verifier's requests are greedy (``seed``). ``thinking`` is the
+# object Moonshot's, DeepSeek's and Zhipu's chat APIs took from Messages: it goes as it is.
 _KNOWN = frozenset(
     {
         "model",
@@ -52,6 +53,7 @@ _KNOWN = frozenset(
         "tool_choice",
         "parallel_tool_calls",
         "response_format",
+        "thinking",
         *_SAMPLING,
         *_UNSAYABLE,
     }
@@ -144,6 +146,8 @@ def request_body(chat: Mapping[str, Any], *, stream: bool) -> dict[str, Any]:
     output = _output_config(fields.get("response_format"))
     if output is not None:
         body["output_config"] = output
+    if "thinking" in fields:
+        body["thinking"] = fields["thinking"]
     return body
 
 

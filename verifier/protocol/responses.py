@@ -50,6 +50,7 @@ _RENDERED = (
     "response_format",
     "logprobs",
     "top_logprobs",
+    "reasoning_effort",
 )
 _KNOWN = frozenset((*_SAME, *_LEFT_OUT, *_NEUTRAL, *_RENDERED))
 # The one-line reason each neutral-only key's other values are refused with.
@@ -110,6 +111,9 @@ def request_body(chat: Mapping[str, Any], *, stream: bool) -> dict[str, Any]:
     body.update(_max_output_tokens(chat))
     body.update(_text_format(chat.get("response_format")))
     body.update(_logprobs(chat))
+    if chat.get("reasoning_effort") is not None:
+        # OpenAI's chat field and Responses' reasoning.effort are one setting, one enumeration.
+        body["reasoning"] = {"effort": chat["reasoning_effort"]}
     return body
 
 

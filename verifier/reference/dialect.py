@@ -18,6 +18,8 @@ from typing import Any
 DEFAULT_FIELD = "reasoning_content"
 # The names a message's reasoning goes under.
 FIELDS = ("reasoning_content", "reasoning")
+# OpenAI's chat field for the reasoning effort (the Responses API's reasoning.effort).
+OPENAI_EFFORT = "reasoning_effort"
 # The history rules of ``reasoning.history``.
 HISTORY_RULES = ("all", "tool_turns", "none")
 
@@ -142,6 +144,27 @@ class Dialect:
         """`request` carries the fields that turn thinking on or off (when there are any)."""
         return any(fields and _contains(request, fields) for fields in (self.on, self.off))
 
+    def in_model_terms(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        """`request` with the other APIs' reasoning settings as the contract's own fields.
+
+        A Messages ``thinking`` object (enabled or disabled) becomes the contract's switch, and
+        ``reasoning_effort`` (OpenAI's chat field, the Responses API's ``reasoning.effort``) the
+        contract's effort field: how a vendor serving the model behind those APIs must pass
+        them on, and how the model's template must render them.
+        """
+        out = dict(request)
+        thinking = out.get("thinking")
+        kind = thinking.get("type") if isinstance(thinking, Mapping) else None
+        switch = {"enabled": self.on, "disabled": self.off}.get(str(kind))
+        if switch is not None:
+            out.pop("thinking")
+            out = merged(out, switch)
+        level, effort = out.get(OPENAI_EFFORT), self.effort
+        if effort is not None and isinstance(level, str) and effort.field != OPENAI_EFFORT:
+            out.pop(OPENAI_EFFORT)
+            out = merged(out, effort.fields(level))
+        return out
+
     def replayed(self, messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """`messages` with past reasoning kept as :attr:`history` says a client sends it back.
 
@@ -158,6 +181,18 @@ class Dialect:
                     copy.pop(field, None)
             kept.append(copy)
         return kept
+
+
+def merged(*parts: Mapping[str, Any]) -> dict[str, Any]:
+    """Settings (or request fields) merged left to right, objects key by key."""
+    out: dict[str, Any] = {}
+    for part in parts:
+        for key, value in part.items():
+            if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+                out[key] = merged(out[key], value)
+            else:
+                out[key] = value
+    return out
 
 
 def _contains(request: Mapping[str, Any], fields: Mapping[str, Any]) -> bool:

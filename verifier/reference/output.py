@@ -66,6 +66,9 @@ def model_output(
     None when the template cannot say: it raises, or the conversation with the message does
     not begin with the conversation's generation prompt.
     """
+    if profile.dialect is not None:
+        # Another API's reasoning settings render as the contract's own fields would.
+        request = profile.dialect.in_model_terms(request)
     messages = [dict(m) for m in request.get("messages") or [] if isinstance(m, Mapping)]
     tools = request.get("tools") if isinstance(request.get("tools"), list) else None
     kwargs = request.get("chat_template_kwargs")

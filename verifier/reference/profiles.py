@@ -39,7 +39,7 @@ from jsonschema import exceptions as jsonschema_exceptions
 from .. import resources
 from ..errors import ConfigError
 from . import gguf, hub
-from .dialect import Dialect
+from .dialect import Dialect, merged
 from .template import ChatTemplate, Rendered, TemplateError
 from .tokenizer_backends import (
     KIMI_PAT_STR,
@@ -356,18 +356,6 @@ def _read_json(path: Path) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ConfigError(f"--profile: cannot read {path}: {exc}") from None
-
-
-def merged(*parts: Mapping[str, Any]) -> dict[str, Any]:
-    """Settings (or request fields) merged left to right, objects key by key."""
-    out: dict[str, Any] = {}
-    for part in parts:
-        for key, value in part.items():
-            if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
-                out[key] = merged(out[key], value)
-            else:
-                out[key] = value
-    return out
 
 
 def _token_text(value: Any) -> str | None:

@@ -211,6 +211,17 @@ RESPONSES_REASONING_ITEMS_REJECTED = _define(
     "reasoning",
     "over OpenAI Responses, refuses an input that gives a reasoning item back",
 )
+MESSAGES_THINKING_DROPPED = _define(
+    "messages-thinking-dropped",
+    "reasoning",
+    "over Anthropic Messages, drops the request's thinking (enabled or disabled) in translation: "
+    "the model thinks as it does by default",
+)
+RESPONSES_EFFORT_DROPPED = _define(
+    "responses-effort-dropped",
+    "reasoning",
+    "over OpenAI Responses, drops the request's reasoning.effort in translation",
+)
 MESSAGES_CACHE_CREATION_OMITTED = _define(
     "messages-cache-creation-omitted",
     "wire",

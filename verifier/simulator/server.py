@@ -75,11 +75,13 @@ from .defects import (
     MESSAGES_MAX_TOKENS_DEFAULTED,
     MESSAGES_NAMED_TOOL_CHOICE_LOST,
     MESSAGES_STOP_SEQUENCE_AS_END_TURN,
+    MESSAGES_THINKING_DROPPED,
     MESSAGES_THINKING_HISTORY_REJECTED,
     MESSAGES_THINKING_UNSIGNED,
     MISSING_REASONING_500,
     MISSING_REASONING_HANG,
     RESPONSES_CUT_AS_COMPLETED,
+    RESPONSES_EFFORT_DROPPED,
     RESPONSES_NAMED_TOOL_CHOICE_LOST,
     RESPONSES_REASONING_ITEMS_REJECTED,
     RESPONSES_STREAM_UNINDEXED,
@@ -477,6 +479,12 @@ class Handler(BaseHTTPRequestHandler):
         )
         if isinstance(request, Rejection):
             return None, request
+        dialect = self.server.path_model.dialect
+        if api is not None:
+            # A vendor passes the API's reasoning settings on in the model's terms (a lossy
+            # gateway drops some first).
+            request = {k: v for k, v in request.items() if k not in self._dropped(api)}
+            request = request if dialect is None else dialect.in_model_terms(request)
         # What the translation read, held to the API's reference (it names its own mistakes
         # first, in words of its own).
         refused = None if api is None or counting else native_problem(api, native)
@@ -487,6 +495,15 @@ class Handler(BaseHTTPRequestHandler):
             # The chat request's field is not the API's own: a refusal names none.
             problem = dataclasses.replace(problem, param=None)
         return self._lossy(request, native), problem
+
+    def _dropped(self, api: str) -> tuple[str, ...]:
+        """The reasoning settings a lossy gateway loses in translation from `api`."""
+        defects = self.server.defects
+        if api == "messages" and defects.has(MESSAGES_THINKING_DROPPED):
+            return ("thinking",)
+        if api == "responses" and defects.has(RESPONSES_EFFORT_DROPPED):
+            return ("reasoning_effort",)
+        return ()
 
     def _lossy(self, request: dict[str, Any], native: Any) -> dict[str, Any]:
         """The translated request as a lossy gateway leaves it: a named tool choice lost."""

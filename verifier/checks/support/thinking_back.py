@@ -140,10 +140,14 @@ def _answered(
     return next_input(body, output, results), []
 
 
-def run_thinking_roundtrip(case: Case, ctx: RunContext) -> Graded:
+def run_thinking_roundtrip(
+    case: Case, ctx: RunContext, effort: Mapping[str, Any] | None = None
+) -> Graded:
     """Each answer's reasoning, non-stream then streamed, given back in the next turn.
 
-    An answer without a choice (either turn) is malformed: it shows nothing of the reasoning.
+    `effort`: the chat fields that ask a Responses answer for reasoning (its effort), where
+    the model's contract states them. An answer without a choice (either turn) is malformed:
+    it shows nothing of the reasoning.
 
     Raises:
         Rejected: the first turn was refused (thinking is not served there).
@@ -156,6 +160,8 @@ def run_thinking_roundtrip(case: Case, ctx: RunContext) -> Graded:
     chat = ctx.request(
         messages=data["messages"], tools=data["tools"], max_tokens=data.get("max_tokens", 2048)
     )
+    if api == "responses":
+        chat.update(effort or {})
     results = data.get("results") or {}
     findings: list[Finding] = []
     thought = False
