@@ -46,11 +46,12 @@ TOOL_CHOICES = (
 STOPS = ("stop-string", "stop-list", "stop-letter", "stop-stream")
 # Wire's cases for the thinking process: a plain answer, streamed and not, and a stop.
 THINKING_WIRE = ("shape-plain", "stream-plain", "stop-string")
-# Reasoning's cases over Messages and Responses: the reasoning sent back as it came, and the
-# switch and effort in those APIs' terms.
+# Reasoning's cases over Messages and Responses: the reasoning sent back as it came, the
+# switch and effort in those APIs' terms, and agent loops.
 SIGNED = "signed-thinking-weather"
 ITEMS = "reasoning-items-weather"
 SWITCHED = ("thinking-on-messages", "thinking-off-messages", "effort-responses")
+LOOPS = ("loop-two-cities-messages", "loop-two-cities-responses")
 # A tool named where the prompt asks for another: only a choice read as named makes the call.
 NAMED = [case for case in TOOL_CHOICES if "-named-other-" in case]
 
@@ -109,7 +110,7 @@ def thinking_run(
 ) -> VerifierRun:
     """The thinking process (the model that reasons first) through the three APIs: the kept
     tool-calling cases and wire's stream and stop cases, under the Kimi K2 Thinking contract."""
-    ids = [*kept_cases()["tool_calling"], *THINKING_WIRE, SIGNED, ITEMS, *SWITCHED]
+    ids = [*kept_cases()["tool_calling"], *THINKING_WIRE, SIGNED, ITEMS, *SWITCHED, *LOOPS]
     return verified(
         llama_server("thinking"),
         tmp_path_factory.mktemp("realserver-apis-thinking"),
@@ -336,8 +337,9 @@ def test_reasoning_over_messages_streams_its_thinking_block_across_the_text(
     # back so all the same.
     signed = outcomes[f"reasoning/{SIGNED}[messages]"]["findings"]
     assert {(f["code"], f["attempt"], f["actual"]) for f in signed} == {
-        ("thinking_signature_missing", "non-stream-turn-1", ""),
-        ("thinking_signature_missing", "stream-turn-1", ""),
+        ("thinking_signature_missing", f"{mode}-turn-{turn}", "")
+        for mode in ("non-stream", "stream")
+        for turn in (1, 2)
     }
     # Over Responses its reasoning comes as reasoning items, taken back as they came.
     assert outcomes[f"reasoning/{ITEMS}[responses]"]["status"] == "pass"
@@ -349,6 +351,14 @@ def test_reasoning_over_messages_streams_its_thinking_block_across_the_text(
         "thinking-off-messages": "unsupported",
         "effort-responses": "unsupported",
     }
+    # An agent loop over Responses (its first turn's call required) goes round once, its
+    # reasoning items and call sent back, and is answered; over Messages, where thinking takes
+    # no forced choice, the test model makes no call unforced: no loop to grade.
+    loop = outcomes["reasoning/loop-two-cities-responses[responses]"]
+    assert (loop["status"], loop["metrics"]["requests"]) == ("pass", 4)
+    assert outcomes["reasoning/loop-two-cities-messages[messages]"]["message"] == (
+        "unsupported: the model made no call: there was no loop to grade"
+    )
     stop = outcomes["wire/stop-string[messages]"]["findings"]
     assert {f["code"] for f in stop} == {"stop_reason_mismatch", "cache_usage_missing"}
     assert outcomes["wire/shape-plain[responses]"]["code"] == "response_shape"

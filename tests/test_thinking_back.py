@@ -10,6 +10,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import VerifierRun
+from verifier.cases.corpus import load_corpus
+from verifier.checks.reasoning import followup_findings
+from verifier.checks.registry import RunContext
 from verifier.checks.support.evidence import Malformed
 from verifier.checks.support.subchecks import Unsupported
 from verifier.checks.support.thinking_back import (
@@ -20,7 +23,8 @@ from verifier.checks.support.thinking_back import (
     signature_findings,
 )
 from verifier.protocol.answers import ChatResult
-from verifier.protocol.messages import accumulate, answer_content
+from verifier.protocol.messages import accumulate, answer_content, parse_answer
+from verifier.protocol.requests import drive
 from verifier.protocol.responses import output_items
 from verifier.simulator.process import SimulatorProcess
 
@@ -179,21 +183,29 @@ def test_a_streams_items_are_its_terminal_responses_or_else_its_done_items() -> 
     assert output_items(whole) == [REASONING, FUNCTION_CALL]
 
 
-def _roundtrip(answers: list[tuple[int, dict[str, Any]]]) -> list[str]:
-    """The codes run_thinking_roundtrip gives when the endpoint answers `answers` in turn."""
-    from verifier.cases.corpus import load_corpus
-    from verifier.checks.registry import RunContext
-    from verifier.protocol.messages import parse_answer
-    from verifier.protocol.requests import drive
-
-    case = next(c for c in load_corpus(["reasoning"]).cases if c.data.get("api") == "messages")
+def _roundtrip(
+    answers: list[tuple[int, dict[str, Any]]],
+    case_id: str = "signed-thinking-weather",
+    sent: list[dict[str, Any]] | None = None,
+) -> list[str]:
+    """The codes run_thinking_roundtrip gives when the endpoint answers `answers` in turn
+    (each request's body kept in `sent`); a loop's follow-ups graded as the family does."""
+    case = next(c for c in load_corpus(["reasoning"]).cases if c.id == case_id)
     given = iter(answers)
 
     def send(request: Any) -> ChatResult:
+        if sent is not None:
+            sent.append(json.loads(request.content))
         status, body = next(given)
         return parse_answer(status, json.dumps(body).encode(), {})
 
-    findings, _ = drive(run_thinking_roundtrip(case, RunContext(model="m", seed=1)), send)
+    tools = case.data["tools"]
+    exchange = run_thinking_roundtrip(
+        case,
+        RunContext(model="m", seed=1),
+        followup=lambda result, attempt: followup_findings(result, tools, attempt),
+    )
+    findings, _ = drive(exchange, send)
     return sorted(f.code for f in findings)
 
 
@@ -260,7 +272,52 @@ def test_the_switch_and_effort_in_each_apis_terms_pass_a_clean_vendor(
         "reasoning/thinking-off-messages[messages]",
         "reasoning/effort-responses[responses]",
         "reasoning/signed-thinking-weather[messages]",
+        "reasoning/loop-two-cities-messages[messages]",
+        "reasoning/loop-two-cities-responses[responses]",
     } <= set(statuses)
+    # Each loop went round twice, then answered: three turns in each mode.
+    for loop in ("loop-two-cities-messages[messages]", "loop-two-cities-responses[responses]"):
+        assert run.outcomes()[f"reasoning/{loop}"]["metrics"]["requests"] == 6, loop
     effort = run.outcomes()["reasoning/effort-responses[responses]"]["metrics"]["effort"]
     assert effort["ordered"]["successes"] == 6
     assert run.returncode == 0
+
+
+def _call(city: str, number: int) -> dict[str, Any]:
+    return {**CALL, "id": f"toolu_{number}", "input": {"city": city}}
+
+
+LOOP = "loop-two-cities-messages"
+
+
+def test_a_loop_goes_round_while_the_answers_call_and_answers_each_call_in_order() -> None:
+    """Each turn sends every earlier answer back as it came, its thinking first, and the
+    case's results for the tool in call order."""
+    turns = [
+        (200, message(THOUGHT, _call("Oslo", 1))),
+        (200, message(THOUGHT, _call("Rome", 2))),
+        (200, DONE),
+    ]
+    sent: list[dict[str, Any]] = []
+    assert _roundtrip(turns * 2, LOOP, sent) == []
+    assert len(sent) == 6
+    assert [body.get("stream", False) for body in sent] == [False] * 3 + [True] * 3
+    last = sent[2]["messages"]
+    assert [turn["role"] for turn in last] == ["user", "assistant", "user", "assistant", "user"]
+    assert last[1]["content"] == [THOUGHT, _call("Oslo", 1)]
+    results = [turn["content"][0]["content"] for turn in last[2::2]]
+    assert ["Oslo" in results[0], "Rome" in results[1]] == [True, True]
+
+
+def test_a_loops_follow_ups_are_graded_and_a_refused_one_ends_it() -> None:
+    first = (200, message(THOUGHT, _call("Oslo", 1)))
+    empty = (200, message())
+    unknown = (200, message(THOUGHT, {**_call("Oslo", 2), "name": "get_stock_price"}))
+    assert _roundtrip([first, empty] * 2, LOOP) == ["empty_followup"] * 2
+    assert _roundtrip([first, unknown] * 2, LOOP) == ["followup_call_invalid"] * 2
+    assert _roundtrip([first, (400, REFUSED)] * 2, LOOP) == ["thinking_history_rejected"] * 2
+    # Without a call there is no loop to grade; without reasoning, nothing of it goes back.
+    with pytest.raises(Unsupported, match="no call"):
+        _roundtrip([(200, message(THOUGHT, {"type": "text", "text": "3 C."}))] * 2, LOOP)
+    with pytest.raises(Unsupported, match="no answer carried"):
+        _roundtrip([(200, message(_call("Oslo", 1)))] * 2, LOOP)

@@ -25,7 +25,9 @@ terms (``thinking`` enabled with its smallest budget, or disabled), where the co
 model can be switched so; an effort case written for Responses sets ``reasoning.effort`` at the
 contract's levels, where its effort field is OpenAI's ``reasoning_effort`` (one setting in
 OpenAI's two references). Their answers are graded as chat's, the API's own block or item
-standing for the contract's reasoning field.
+standing for the contract's reasoning field. An ``agent_loop`` case written for one of them
+runs as ``thinking_roundtrip`` does, turn after turn while the answers call tools, each
+follow-up graded as chat's loops' are.
 
 Codes:
 
@@ -964,6 +966,8 @@ def loop_findings(
 
 
 def _run_agent_loop(case: Case, ctx: RunContext) -> Graded:
+    if "api" in case.data:
+        return (yield from _run_api_loop(case, ctx))
     profile, dialect = _dialect(ctx)
     _on(dialect)
     loops = []
@@ -1026,18 +1030,41 @@ def _run_invalid_history(case: Case, ctx: RunContext) -> Graded:
     return rejection_findings(result, what, "invalid_history", "without-reasoning"), {"requests": 1}
 
 
+def _asked(dialect: Dialect) -> Mapping[str, Any]:
+    """What asks a Responses answer for reasoning.
+
+    Its effort at the contract's least level, as agent harnesses ask; nothing for a model that
+    always reasons or states no OpenAI effort.
+    """
+    effort = dialect.effort
+    if effort is None or effort.field != OPENAI_EFFORT or dialect.always_on:
+        return {}
+    return effort.fields(effort.levels[0])
+
+
 def _run_thinking_roundtrip(case: Case, ctx: RunContext) -> Graded:
     # Only a model whose contract states that it thinks has reasoning to send back.
     _, dialect = _dialect(ctx)
-    effort = dialect.effort
-    # Over Responses, reasoning is asked for by its effort (the contract's least), as agent
-    # harnesses ask; a model that always reasons, or states no OpenAI effort, is asked nothing.
-    asked = (
-        effort.fields(effort.levels[0])
-        if effort is not None and effort.field == OPENAI_EFFORT and not dialect.always_on
-        else {}
+    return (yield from run_thinking_roundtrip(case, ctx, _asked(dialect)))
+
+
+def _run_api_loop(case: Case, ctx: RunContext) -> Graded:
+    """An agent loop over Messages or Responses.
+
+    Each answer, its reasoning with it, goes back as it came (:mod:`.support.thinking_back`),
+    and each follow-up is graded as chat's loops are.
+    """
+    _, dialect = _dialect(ctx)
+    _on(dialect)
+    tools = case.data["tools"]
+    return (
+        yield from run_thinking_roundtrip(
+            case,
+            ctx,
+            _asked(dialect),
+            followup=lambda result, attempt: followup_findings(result, tools, attempt),
+        )
     )
-    return (yield from run_thinking_roundtrip(case, ctx, asked))
 
 
 RUNS = {

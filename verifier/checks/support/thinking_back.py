@@ -13,8 +13,10 @@ loses the signature, or cannot take the reasoning back. Codes: ``thinking_signat
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...outcome import Finding
@@ -61,7 +63,10 @@ def signature_findings(content: Sequence[Mapping[str, Any]], attempt: str) -> li
 
 
 def next_turn(
-    body: Mapping[str, Any], content: list[dict[str, Any]], results: Mapping[str, Any]
+    body: Mapping[str, Any],
+    content: list[dict[str, Any]],
+    results: Mapping[str, Any],
+    used: Counter[str] | None = None,
 ) -> dict[str, Any]:
     """The next Messages request: the answer's blocks as they came, then each call's result.
 
@@ -75,7 +80,7 @@ def next_turn(
             {
                 "type": "tool_result",
                 "tool_use_id": call.get("id"),
-                "content": _result(results, call.get("name")),
+                "content": _result(results, call.get("name"), used),
             }
             for call in calls
         ]
@@ -84,7 +89,10 @@ def next_turn(
 
 
 def next_input(
-    body: Mapping[str, Any], output: list[dict[str, Any]], results: Mapping[str, Any]
+    body: Mapping[str, Any],
+    output: list[dict[str, Any]],
+    results: Mapping[str, Any],
+    used: Counter[str] | None = None,
 ) -> dict[str, Any]:
     """The next Responses request: the answer's output items as they came, then each call's.
 
@@ -98,16 +106,27 @@ def next_input(
         {
             "type": "function_call_output",
             "call_id": call.get("call_id"),
-            "output": _result(results, call.get("name")),
+            "output": _result(results, call.get("name"), used),
         }
         for call in calls
     ] or [{"role": "user", "content": "Thank you."}]
     return {**_unstreamed(body), "input": [*earlier, *output, *answered]}
 
 
-def _result(results: Mapping[str, Any], name: Any) -> str:
+def _result(results: Mapping[str, Any], name: Any, used: Counter[str] | None = None) -> str:
+    """What a call of `name` returns.
+
+    The case's results for the tool in call order (the last repeats), counted in `used`; a
+    tool the case scripts none for returns :data:`NO_RESULT`.
+    """
     given = results.get(str(name))
-    return str(given[0]) if isinstance(given, list) and given else NO_RESULT
+    if not (isinstance(given, list) and given):
+        return NO_RESULT
+    count = 0
+    if used is not None:
+        count = used[str(name)]
+        used[str(name)] += 1
+    return str(given[min(count, len(given) - 1)])
 
 
 def _unstreamed(body: Mapping[str, Any]) -> dict[str, Any]:
@@ -122,36 +141,74 @@ def _first_turn(api: str, chat: Mapping[str, Any], stream: bool) -> dict[str, An
     return {k: v for k, v in body.items() if k not in UNSAMPLED} | {"thinking": THINKING}
 
 
-def _answered(
-    api: str, body: Mapping[str, Any], first: ChatResult, results: Mapping[str, Any], label: str
-) -> tuple[dict[str, Any] | None, list[Finding]]:
-    """The next request for an answer with reasoning (None without), and its findings.
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Read:
+    """What one answer holds for the loop: its reasoning and calls, in the API's own terms."""
 
-    The findings are what the reasoning shows by itself (a thinking block's signature).
+    reasoning: bool
+    calls: bool
+    findings: list[Finding]
+
+
+def _read(api: str, answer: ChatResult, attempt: str) -> _Read:
+    """Whether `answer` carries reasoning and calls, and what its reasoning shows by itself.
+
+    Over Messages that is each thinking block's signature.
     """
     if api == "messages":
-        content = answer_content(first)
-        if not any(block.get("type") == "thinking" for block in content):
-            return None, []
-        return next_turn(body, content, results), signature_findings(content, label)
-    output = output_items(first)
-    if not any(item.get("type") == "reasoning" for item in output):
-        return None, []
-    return next_input(body, output, results), []
+        content = answer_content(answer)
+        kinds = {block.get("type") for block in content}
+        return _Read("thinking" in kinds, "tool_use" in kinds, signature_findings(content, attempt))
+    kinds = {item.get("type") for item in output_items(answer)}
+    return _Read("reasoning" in kinds, "function_call" in kinds, [])
+
+
+def _next(
+    api: str,
+    body: Mapping[str, Any],
+    answer: ChatResult,
+    results: Mapping[str, Any],
+    used: Counter[str],
+    stream: bool,
+) -> dict[str, Any]:
+    """The next request: the answer as it came, then each call's result, in the loop's mode.
+
+    A tool choice the first turn forced is ``auto`` from then on (the model may answer).
+    """
+    if api == "messages":
+        follow = next_turn(body, answer_content(answer), results, used)
+    else:
+        follow = next_input(body, output_items(answer), results, used)
+    if "tool_choice" in follow:
+        follow["tool_choice"] = {"type": "auto"} if api == "messages" else "auto"
+    return {**follow, "stream": True} if stream else follow
 
 
 def run_thinking_roundtrip(
-    case: Case, ctx: RunContext, effort: Mapping[str, Any] | None = None
+    case: Case,
+    ctx: RunContext,
+    effort: Mapping[str, Any] | None = None,
+    followup: Callable[[ChatResult, str], list[Finding]] | None = None,
 ) -> Graded:
-    """Each answer's reasoning, non-stream then streamed, given back in the next turn.
+    """Each answer's reasoning given back as it came, non-stream then streamed, turn by turn.
 
-    `effort`: the chat fields that ask a Responses answer for reasoning (its effort), where
-    the model's contract states them. An answer without a choice (either turn) is malformed:
-    it shows nothing of the reasoning.
+    A ``thinking_roundtrip`` case sends the first answer back once (thanking the model where
+    it made no call); an ``agent_loop`` case goes on while the answers call tools, up to its
+    ``max_turns``, each call answered with the case's results in call order, its first turn
+    with the case's ``first_tool_choice``. Every answer's
+    thinking blocks must be signed, and every next turn taken. The loop stops where nothing
+    of the reasoning would go back (a first answer without any).
+
+    Args:
+        case: a case written for Messages or Responses (its ``api``).
+        ctx: the run's context.
+        effort: the chat fields that ask a Responses answer for reasoning (its effort), where
+            the model's contract states them.
+        followup: grades an answer after tool results (an empty one, an invalid next call).
 
     Raises:
         Rejected: the first turn was refused (thinking is not served there).
-        Unsupported: no answer carried reasoning.
+        Unsupported: no answer carried reasoning, or a loop's model made no call.
         Malformed: a 2xx answer cannot be read or carries no choice.
     """
     data = case.data
@@ -160,40 +217,54 @@ def run_thinking_roundtrip(
     chat = ctx.request(
         messages=data["messages"], tools=data["tools"], max_tokens=data.get("max_tokens", 2048)
     )
+    if "first_tool_choice" in data:
+        chat["tool_choice"] = data["first_tool_choice"]
     if api == "responses":
         chat.update(effort or {})
     results = data.get("results") or {}
+    loop = data["check"] == "agent_loop"
+    turns = data.get("max_turns", 4) if loop else 2
     findings: list[Finding] = []
-    thought = False
+    thought = called = False
     for label, stream in (("non-stream", False), ("stream", True)):
         body = _first_turn(api, chat, stream)
-        first = yield Raw(_bytes(body), "application/json", f"{label}-turn-1", stream=stream)
-        if not first.ok:
-            raise Rejected(first)
-        _readable(first, f"{label}-turn-1")
-        follow, found = _answered(api, body, first, results, f"{label}-turn-1")
-        if follow is None:
-            continue
-        thought = True
-        findings += found
-        second = yield Raw(_bytes(follow), "application/json", f"{label}-turn-2")
-        if second.ok:
-            _readable(second, f"{label}-turn-2")
-        else:
-            said = (second.error_object or {}).get("message") or second.body
-            findings.append(
-                Finding(
-                    "thinking_history_rejected",
-                    f"the next turn, with the answer's {REASONING[api]}s as they came, was "
-                    f"refused with HTTP {second.status}: {said!s:.160}",
-                    expected="2xx",
-                    actual=second.status,
-                    attempt=f"{label}-turn-2",
-                )
-            )
+        used: Counter[str] = Counter()
+        after_calls = False
+        for turn in range(1, turns + 1):
+            name = f"{label}-turn-{turn}"
+            answer = yield Raw(_bytes(body), "application/json", name, stream=stream)
+            if not answer.ok:
+                if turn == 1:
+                    raise Rejected(answer)
+                findings.append(_history_rejected(api, answer, name))
+                break
+            _readable(answer, name)
+            graded = followup(answer, name) if after_calls and followup is not None else []
+            read = _read(api, answer, name)
+            findings += graded + read.findings
+            thought, called = thought or read.reasoning, called or read.calls
+            # An invalid next call ends the loop: its result would answer nothing.
+            invalid = any(f.code == "followup_call_invalid" for f in graded)
+            if not thought or invalid or not (read.calls or (turn == 1 and not loop)):
+                break
+            body, after_calls = _next(api, body, answer, results, used, stream), read.calls
     if not thought:
         raise Unsupported(f"no answer carried a {REASONING[api]}")
+    if loop and not called:
+        raise Unsupported("the model made no call: there was no loop to grade")
     return findings, {"requests": len(ctx.observed)}
+
+
+def _history_rejected(api: str, refused: ChatResult, attempt: str) -> Finding:
+    said = (refused.error_object or {}).get("message") or refused.body
+    return Finding(
+        "thinking_history_rejected",
+        f"the next turn, with the answers' {REASONING[api]}s as they came, was refused with "
+        f"HTTP {refused.status}: {said!s:.160}",
+        expected="2xx",
+        actual=refused.status,
+        attempt=attempt,
+    )
 
 
 def _readable(result: ChatResult, attempt: str) -> None:
