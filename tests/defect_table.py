@@ -205,6 +205,18 @@ ROWS: tuple[Row, ...] = (
         reasoning={"thinking_history_rejected"},
     ),
     _row(
+        "messages-thinking-history-dropped",
+        profile="thinking",
+        verifier=("--api", "chat,messages"),
+        reasoning={"reasoning_history_dropped"},
+    ),
+    _row(
+        "responses-reasoning-items-dropped",
+        profile="thinking",
+        verifier=("--api", "chat,responses"),
+        reasoning={"reasoning_history_dropped"},
+    ),
+    _row(
         "messages-thinking-dropped",
         profile="small",
         verifier=("--api", "chat,messages"),

@@ -26,6 +26,7 @@ from verifier.checks.reasoning import (
     summarize,
 )
 from verifier.checks.registry import RunContext
+from verifier.checks.support.renderings import Conversation, reference
 from verifier.checks.support.subchecks import Undecided
 from verifier.outcome import CaseRecord, Outcome, Status
 from verifier.protocol.answers import ChatResult, Choice, ToolCall
@@ -569,3 +570,57 @@ def test_a_held_history_without_reasoning_is_the_vendors_hang(small_profile: Any
     with pytest.raises(StopIteration) as done:
         exchange.throw(EndpointTimeout("no answer in 10 s", attempts=1))
     assert done.value.value.code == "invalid_history_hang"
+
+
+def test_a_loop_over_another_api_is_counted_by_its_counts_alone(small_profile: Any) -> None:
+    """The follow-ups of a loop over Messages or Responses, counted against the model's
+    template with every earlier answer's reasoning: a count that leaves it out, more so at
+    each turn, is named; one off by the same at every turn is not; no count, no verdict."""
+    dialect = small_profile.dialect
+    tool = WEATHER[0]
+    asked = {"model": "m", "tools": [tool], "thinking": {"type": "enabled", "budget_tokens": 1024}}
+    history: list[dict[str, Any]] = [{"role": "user", "content": "Oslo, then Rome."}]
+    conversations = []
+    for number, city in enumerate(("Oslo", "Rome"), start=1):
+        history = [
+            *history,
+            {
+                "role": "assistant",
+                "content": None,
+                "reasoning_content": f"I should look up {city} next.",
+                "tool_calls": [
+                    {
+                        "id": f"call_{number}",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": f'{{"city": "{city}"}}'},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": f"call_{number}", "content": "3 C"},
+        ]
+        conversations.append({**asked, "messages": history})
+
+    def counts(without_reasoning: bool, offset: int = 0) -> list[int]:
+        rendering = small_profile.with_template_variables({"thinking": True})
+        out = []
+        for request in conversations:
+            messages = request["messages"]
+            if without_reasoning:
+                messages = [
+                    {k: v for k, v in m.items() if k != "reasoning_content"} for m in messages
+                ]
+            out.append(len(reference(rendering, Conversation(messages, [tool])).ids) + offset)
+        return out
+
+    def graded(prompts: list[int | None]) -> list[str] | None:
+        turns = [
+            (request, answer(usage=None if n is None else {"prompt_tokens": n}), f"turn-{i + 2}")
+            for i, (request, n) in enumerate(zip(conversations, prompts, strict=True))
+        ]
+        found = reasoning.api_loop_counts(small_profile, dialect, turns)
+        return None if found is None else [f.code for f in found]
+
+    assert graded(list(counts(False))) == []
+    assert graded(list(counts(True))) == ["reasoning_history_dropped"]
+    assert graded(list(counts(False, offset=3))) == ["prompt_tokens_skew"]
+    assert graded([counts(False)[0], None]) is None

@@ -17,6 +17,7 @@ from verifier.checks.support.evidence import Malformed
 from verifier.checks.support.subchecks import Unsupported
 from verifier.checks.support.thinking_back import (
     NO_RESULT,
+    Counting,
     next_input,
     next_turn,
     run_thinking_roundtrip,
@@ -187,6 +188,7 @@ def _roundtrip(
     answers: list[tuple[int, dict[str, Any]]],
     case_id: str = "signed-thinking-weather",
     sent: list[dict[str, Any]] | None = None,
+    count: Counting | None = None,
 ) -> list[str]:
     """The codes run_thinking_roundtrip gives when the endpoint answers `answers` in turn
     (each request's body kept in `sent`); a loop's follow-ups graded as the family does."""
@@ -204,6 +206,7 @@ def _roundtrip(
         case,
         RunContext(model="m", seed=1),
         followup=lambda result, attempt: followup_findings(result, tools, attempt),
+        count=count,
     )
     findings, _ = drive(exchange, send)
     return sorted(f.code for f in findings)
@@ -321,3 +324,27 @@ def test_a_loops_follow_ups_are_graded_and_a_refused_one_ends_it() -> None:
         _roundtrip([(200, message(THOUGHT, {"type": "text", "text": "3 C."}))] * 2, LOOP)
     with pytest.raises(Unsupported, match="no answer carried"):
         _roundtrip([(200, message(_call("Oslo", 1)))] * 2, LOOP)
+
+
+def test_a_loop_whose_follow_ups_report_no_count_is_no_pass() -> None:
+    """Each mode's follow-ups go to the count together, each with the conversation it answered
+    in chat terms; where they report no prompt tokens and nothing else is wrong, the loop is
+    unsupported, never a pass."""
+    given: list[list[tuple[dict[str, Any], ChatResult, str]]] = []
+
+    def uncounted(turns: list[tuple[dict[str, Any], ChatResult, str]]) -> None:
+        given.append(turns)
+        return None
+
+    turns = [(200, message(THOUGHT, _call("Oslo", 1))), (200, DONE)]
+    with pytest.raises(Unsupported, match="no usage.prompt_tokens"):
+        _roundtrip(turns * 2, LOOP, count=Counting("reasoning_content", uncounted))
+    assert [[name for _, _, name in mode] for mode in given] == [
+        ["non-stream-turn-2"],
+        ["stream-turn-2"],
+    ]
+    request, _, _ = given[0][0]
+    assert request["thinking"] == {"type": "enabled", "budget_tokens": 1024}
+    assert [m["role"] for m in request["messages"]] == ["user", "assistant", "tool"]
+    assert request["messages"][1]["reasoning_content"] == "Look it up."
+    assert request["messages"][2]["content"].startswith('{"city": "Oslo"')

@@ -86,9 +86,16 @@ from .support.common import (
 )
 from .support.evidence import NO_PROMPT_TOKENS, evidence_findings, prompt_tokens
 from .support.prompt_counts import grade, observe
-from .support.renderings import Conversation, reference
+from .support.renderings import Conversation, Observed, reference
 from .support.subchecks import Graded, Rejected, Undecided, Unsupported, run_checks, status_counts
-from .support.thinking_back import THINKING, UNSAMPLED, run_thinking_roundtrip
+from .support.thinking_back import (
+    THINKING,
+    UNSAMPLED,
+    Counting,
+    chat_turns,
+    run_thinking_roundtrip,
+    scripted_result,
+)
 from .support.tool_matching import parse_arguments
 
 if TYPE_CHECKING:
@@ -111,8 +118,6 @@ UNMEASURED = frozenset({"malformed_response", "non_json_body", "reasoning_marker
 # The codes of a refused request field the model's contract states.
 SWITCH_REJECTED = "thinking_switch_rejected"
 EFFORT_REJECTED = "effort_rejected"
-# What a tool result says when the case scripts none for the tool called.
-DEFAULT_RESULT = '{"ok": true}'
 
 
 def _text(value: str | None) -> str:
@@ -767,18 +772,6 @@ def _run_effort(case: Case, ctx: RunContext) -> Graded:
     return findings + ordered, {"requests": requests, "effort": metrics}
 
 
-def _tool_message(call_id: str | None, content: str) -> dict[str, Any]:
-    return {"role": "tool", "tool_call_id": call_id, "content": content}
-
-
-def _result_for(results: Mapping[str, Sequence[str]], name: str, used: Counter[str]) -> str:
-    """The scripted result of the `used[name]`-th call to `name` (the last one repeats)."""
-    scripted = results.get(name) or [DEFAULT_RESULT]
-    text = scripted[min(used[name], len(scripted) - 1)]
-    used[name] += 1
-    return text
-
-
 def _prompt_findings(
     ctx: RunContext, profile: Profile, request: Mapping[str, Any], result: ChatResult, name: str
 ) -> Generator[Request, ChatResult, list[Finding] | None]:
@@ -877,11 +870,13 @@ def _run_loop(
             or "followup_call_invalid" in {f.code for f in found}
         ):
             return turns
-        messages.append(_assistant_turn(choice, dialect))
-        messages += [
-            _tool_message(c.id, _result_for(data.get("results", {}), c.name or "", used))
-            for c in choice.tool_calls
+        outputs = [
+            scripted_result(data.get("results", {}), c.name, used) for c in choice.tool_calls
         ]
+        # Back in the field the contract names (a client of the lab's API sends that), else in
+        # the one it came in.
+        field = dialect.field or choice.reasoning_field or dialect.history_field
+        messages += chat_turns(choice, outputs, field)
     return turns
 
 
@@ -915,28 +910,6 @@ def _after_refusal(
         attempt=name,
     )
     return [*turns, Turn(name, result, [refused])]
-
-
-def _assistant_turn(choice: Choice, dialect: Dialect) -> dict[str, Any]:
-    """The answer's calls (and reasoning) as the assistant message the next turn sends back."""
-    assistant: dict[str, Any] = {
-        "role": "assistant",
-        "content": choice.content or None,
-        "tool_calls": [
-            {
-                "id": c.id,
-                "type": "function",
-                "function": {"name": c.name, "arguments": c.arguments},
-            }
-            for c in choice.tool_calls
-        ],
-    }
-    if choice.reasoning:
-        # Back in the field the contract names (a client of the lab's API sends that),
-        # else in the one it came in.
-        field = dialect.field or choice.reasoning_field or dialect.history_field
-        assistant[field] = choice.reasoning
-    return assistant
 
 
 def loop_findings(
@@ -1048,21 +1021,59 @@ def _run_thinking_roundtrip(case: Case, ctx: RunContext) -> Graded:
     return (yield from run_thinking_roundtrip(case, ctx, _asked(dialect)))
 
 
+def api_loop_counts(
+    profile: Profile, dialect: Dialect, turns: Sequence[tuple[dict[str, Any], ChatResult, str]]
+) -> list[Finding] | None:
+    """A loop's follow-ups over another API, counted against the model's template (pure).
+
+    Each conversation is rendered in the model's own terms, every earlier answer's reasoning
+    in it. The counts alone are the evidence: the chat routes' ids and text say what chat
+    completions would be given, not what the API's translation gives the model. Where one is
+    off, the last follow-up is graded with the first as its baseline, so that a cause growing
+    with the turns (reasoning left out) is told from a constant offset. None when an answer
+    reports no prompt tokens.
+    """
+    observed = []
+    for request, result, name in turns:
+        count = prompt_tokens(result)
+        if count is None:
+            return None
+        cached = ((result.usage or {}).get("prompt_tokens_details") or {}).get("cached_tokens")
+        in_terms = dialect.in_model_terms(request)
+        rendering = profile.with_template_variables(in_terms.get("chat_template_kwargs") or {})
+        conversation = Conversation(in_terms["messages"], in_terms.get("tools"))
+        seen = Observed(count, cached=cached if isinstance(cached, int) else None)
+        observed.append((rendering, conversation, seen, name))
+    if all(
+        abs(seen.count - len(reference(r, c).ids)) <= r.prompt_tokens_tolerance
+        for r, c, seen, _ in observed
+    ):
+        return []
+    (rendering, last, seen, name), *earlier = observed[::-1]
+    case = [(last, seen)] + [(c, s) for _, c, s, _ in earlier[-1:]]
+    return [
+        dataclasses.replace(f, attempt=name) for f in grade(rendering, "reasoning_history", case)
+    ]
+
+
 def _run_api_loop(case: Case, ctx: RunContext) -> Graded:
     """An agent loop over Messages or Responses.
 
     Each answer, its reasoning with it, goes back as it came (:mod:`.support.thinking_back`),
-    and each follow-up is graded as chat's loops are.
+    and each follow-up is graded as chat's loops are, its prompt counted as the reference
+    renders the conversation with that reasoning (``reasoning_history_dropped``...).
     """
-    _, dialect = _dialect(ctx)
+    profile, dialect = _dialect(ctx)
     _on(dialect)
     tools = case.data["tools"]
+    count = Counting(dialect.history_field, lambda turns: api_loop_counts(profile, dialect, turns))
     return (
         yield from run_thinking_roundtrip(
             case,
             ctx,
             _asked(dialect),
             followup=lambda result, attempt: followup_findings(result, tools, attempt),
+            count=count,
         )
     )
 

@@ -211,6 +211,18 @@ RESPONSES_REASONING_ITEMS_REJECTED = _define(
     "reasoning",
     "over OpenAI Responses, refuses an input that gives a reasoning item back",
 )
+MESSAGES_THINKING_HISTORY_DROPPED = _define(
+    "messages-thinking-history-dropped",
+    "reasoning",
+    "over Anthropic Messages, takes the thinking blocks a turn sends back and leaves them out "
+    "of the model's prompt",
+)
+RESPONSES_REASONING_ITEMS_DROPPED = _define(
+    "responses-reasoning-items-dropped",
+    "reasoning",
+    "over OpenAI Responses, takes the reasoning items an input gives back and leaves them out "
+    "of the model's prompt",
+)
 MESSAGES_THINKING_DROPPED = _define(
     "messages-thinking-dropped",
     "reasoning",

@@ -27,6 +27,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..reference.dialect import FIELDS as REASONING_FIELDS
 from ..reference.profiles import Profile
 from ..reference.tokenizer_backends import encode_all_special
 from .api_frontends import (
@@ -76,6 +77,7 @@ from .defects import (
     MESSAGES_NAMED_TOOL_CHOICE_LOST,
     MESSAGES_STOP_SEQUENCE_AS_END_TURN,
     MESSAGES_THINKING_DROPPED,
+    MESSAGES_THINKING_HISTORY_DROPPED,
     MESSAGES_THINKING_HISTORY_REJECTED,
     MESSAGES_THINKING_UNSIGNED,
     MISSING_REASONING_500,
@@ -83,6 +85,7 @@ from .defects import (
     RESPONSES_CUT_AS_COMPLETED,
     RESPONSES_EFFORT_DROPPED,
     RESPONSES_NAMED_TOOL_CHOICE_LOST,
+    RESPONSES_REASONING_ITEMS_DROPPED,
     RESPONSES_REASONING_ITEMS_REJECTED,
     RESPONSES_STREAM_UNINDEXED,
     TOKENIZE_ENDPOINT_DISAGREES,
@@ -110,6 +113,11 @@ def _quirks(defects: Defects) -> Quirks:
         or defects.has(RESPONSES_REASONING_ITEMS_REJECTED),
         creation_omitted=defects.has(MESSAGES_CACHE_CREATION_OMITTED),
     )
+
+
+def _unreasoned(message: dict[str, Any]) -> dict[str, Any]:
+    """A chat message without the reasoning an assistant turn carries back."""
+    return {key: value for key, value in message.items() if key not in REASONING_FIELDS}
 
 
 # What fault-garbage answers: a proxy's error page, sent as if it were the JSON answer.
@@ -506,10 +514,19 @@ class Handler(BaseHTTPRequestHandler):
         return ()
 
     def _lossy(self, request: dict[str, Any], native: Any) -> dict[str, Any]:
-        """The translated request as a lossy gateway leaves it: a named tool choice lost."""
+        """The translated request as a lossy gateway leaves it once it is taken.
+
+        A named tool choice lost; the reasoning sent back left out of the prompt.
+        """
         choice = native.get("tool_choice") if isinstance(native, dict) else None
         named = isinstance(choice, dict) and choice.get("type") in ("tool", "function")
         defects = self.server.defects
+        dropped = {
+            "messages": MESSAGES_THINKING_HISTORY_DROPPED,
+            "responses": RESPONSES_REASONING_ITEMS_DROPPED,
+        }.get(str(self.api))
+        if dropped is not None and defects.has(dropped):
+            request = {**request, "messages": [_unreasoned(m) for m in request["messages"]]}
         if named and self.api == "messages" and defects.has(MESSAGES_NAMED_TOOL_CHOICE_LOST):
             return {**request, "tool_choice": "required"}
         if named and self.api == "responses" and defects.has(RESPONSES_NAMED_TOOL_CHOICE_LOST):

@@ -14,6 +14,7 @@ loses the signature, or cannot take the reasoning back. Codes: ``thinking_signat
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -24,12 +25,12 @@ from ...protocol.apis import protocol_of
 from ...protocol.messages import answer_content
 from ...protocol.requests import Raw
 from ...protocol.responses import output_items
-from .evidence import Malformed, evidence_findings
+from .evidence import NO_PROMPT_TOKENS, Malformed, evidence_findings
 from .subchecks import Graded, Rejected, Unsupported
 
 if TYPE_CHECKING:
     from ...cases.corpus import Case
-    from ...protocol.answers import ChatResult
+    from ...protocol.answers import ChatResult, Choice
     from ..registry import RunContext
 
 # Extended thinking as the Messages reference turns it on, with its smallest budget.
@@ -80,7 +81,7 @@ def next_turn(
             {
                 "type": "tool_result",
                 "tool_use_id": call.get("id"),
-                "content": _result(results, call.get("name"), used),
+                "content": scripted_result(results, call.get("name"), used),
             }
             for call in calls
         ]
@@ -106,14 +107,14 @@ def next_input(
         {
             "type": "function_call_output",
             "call_id": call.get("call_id"),
-            "output": _result(results, call.get("name"), used),
+            "output": scripted_result(results, call.get("name"), used),
         }
         for call in calls
     ] or [{"role": "user", "content": "Thank you."}]
     return {**_unstreamed(body), "input": [*earlier, *output, *answered]}
 
 
-def _result(results: Mapping[str, Any], name: Any, used: Counter[str] | None = None) -> str:
+def scripted_result(results: Mapping[str, Any], name: Any, used: Counter[str] | None = None) -> str:
     """What a call of `name` returns.
 
     The case's results for the tool in call order (the last repeats), counted in `used`; a
@@ -129,6 +130,29 @@ def _result(results: Mapping[str, Any], name: Any, used: Counter[str] | None = N
     return str(given[min(count, len(given) - 1)])
 
 
+def chat_turns(choice: Choice, outputs: Sequence[str], field: str) -> list[dict[str, Any]]:
+    """An answer's calls as chat messages (pure).
+
+    The assistant turn, its reasoning in `field`, then a tool message with each call's output,
+    in order.
+    """
+    assistant: dict[str, Any] = {
+        "role": "assistant",
+        "content": choice.content or None,
+        "tool_calls": [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in choice.tool_calls
+        ],
+    }
+    if choice.reasoning:
+        assistant[field] = choice.reasoning
+    tools = [
+        {"role": "tool", "tool_call_id": c.id, "content": output}
+        for c, output in zip(choice.tool_calls, outputs, strict=True)
+    ]
+    return [assistant, *tools]
+
+
 def _unstreamed(body: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in body.items() if key != "stream"}
 
@@ -139,6 +163,21 @@ def _first_turn(api: str, chat: Mapping[str, Any], stream: bool) -> dict[str, An
     if api != "messages":
         return body
     return {k: v for k, v in body.items() if k not in UNSAMPLED} | {"thinking": THINKING}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Counting:
+    """How a loop's answers after tool results are counted.
+
+    Args:
+        field: the chat field an answer's reasoning goes in, in the conversation counted.
+        grade: one loop's answers after tool results, each with the conversation it answered
+            (a chat request) and its name, counted together against the model's template:
+            the findings, or None when an answer reports no count.
+    """
+
+    field: str
+    grade: Callable[[list[tuple[dict[str, Any], ChatResult, str]]], list[Finding] | None]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -189,6 +228,7 @@ def run_thinking_roundtrip(
     ctx: RunContext,
     effort: Mapping[str, Any] | None = None,
     followup: Callable[[ChatResult, str], list[Finding]] | None = None,
+    count: Counting | None = None,
 ) -> Graded:
     """Each answer's reasoning given back as it came, non-stream then streamed, turn by turn.
 
@@ -205,10 +245,13 @@ def run_thinking_roundtrip(
         effort: the chat fields that ask a Responses answer for reasoning (its effort), where
             the model's contract states them.
         followup: grades an answer after tool results (an empty one, an invalid next call).
+        count: counts a loop's answers after tool results against the conversations in chat
+            terms, every earlier answer's reasoning in them (None: not counted).
 
     Raises:
         Rejected: the first turn was refused (thinking is not served there).
-        Unsupported: no answer carried reasoning, or a loop's model made no call.
+        Unsupported: no answer carried reasoning, or a loop's model made no call, or an
+            answer after tool results reported no prompt tokens and nothing else was found.
         Malformed: a 2xx answer cannot be read or carries no choice.
     """
     data = case.data
@@ -224,11 +267,16 @@ def run_thinking_roundtrip(
     results = data.get("results") or {}
     loop = data["check"] == "agent_loop"
     turns = data.get("max_turns", 4) if loop else 2
+    # The conversation in chat terms, as the model's template renders what the API was sent.
+    said = {**chat, "thinking": THINKING} if api == "messages" else dict(chat)
     findings: list[Finding] = []
     thought = called = False
+    uncounted: str | None = None
     for label, stream in (("non-stream", False), ("stream", True)):
         body = _first_turn(api, chat, stream)
         used: Counter[str] = Counter()
+        mirror: list[dict[str, Any]] = list(data["messages"])
+        counted: list[tuple[dict[str, Any], ChatResult, str]] = []
         after_calls = False
         for turn in range(1, turns + 1):
             name = f"{label}-turn-{turn}"
@@ -240,6 +288,8 @@ def run_thinking_roundtrip(
                 break
             _readable(answer, name)
             graded = followup(answer, name) if after_calls and followup is not None else []
+            if after_calls:
+                counted.append(({**said, "messages": list(mirror)}, answer, name))
             read = _read(api, answer, name)
             findings += graded + read.findings
             thought, called = thought or read.reasoning, called or read.calls
@@ -248,11 +298,32 @@ def run_thinking_roundtrip(
             if not thought or invalid or not (read.calls or (turn == 1 and not loop)):
                 break
             body, after_calls = _next(api, body, answer, results, used, stream), read.calls
+            if count is not None and answer.choice is not None and read.calls:
+                mirror += chat_turns(answer.choice, _outputs(api, body), count.field)
+        if count is not None and counted:
+            found = count.grade(counted)
+            uncounted = uncounted or (counted[-1][2] if found is None else None)
+            findings += found or []
     if not thought:
         raise Unsupported(f"no answer carried a {REASONING[api]}")
     if loop and not called:
         raise Unsupported("the model made no call: there was no loop to grade")
+    if uncounted is not None and not findings:
+        raise Unsupported(
+            f"{NO_PROMPT_TOKENS} ({uncounted}): whether the reasoning sent back reaches the "
+            "prompt cannot be seen"
+        )
     return findings, {"requests": len(ctx.observed)}
+
+
+def _outputs(api: str, body: Mapping[str, Any]) -> list[str]:
+    """The call outputs a next request ends with, in order."""
+    if api == "messages":
+        return [str(part.get("content")) for part in body["messages"][-1]["content"]]
+    trailing = itertools.takewhile(
+        lambda item: item.get("type") == "function_call_output", reversed(body["input"])
+    )
+    return [str(item.get("output")) for item in reversed(list(trailing))]
 
 
 def _history_rejected(api: str, refused: ChatResult, attempt: str) -> Finding:
