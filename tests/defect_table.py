@@ -205,6 +205,11 @@ ROWS: tuple[Row, ...] = (
         reasoning={"thinking_history_rejected"},
     ),
     _row(
+        "messages-text-normalised",
+        verifier=("--api", "chat,messages"),
+        tokenizer={"input_normalised"},
+    ),
+    _row(
         "messages-thinking-history-dropped",
         profile="thinking",
         verifier=("--api", "chat,messages"),

@@ -242,3 +242,35 @@ def test_a_count_that_adds_the_cached_input_again_names_the_double_count(kimi: P
     # Nothing said to be cached: nothing singles the cache out.
     none = [(b, Observed(exact_b + 3, cached=0))]
     assert codes(grade(kimi, "system", none)) == ["prompt_tokens_mismatch"]
+
+
+def test_normalisation_named_by_counts_is_put_to_the_test(kimi: Profile) -> None:
+    """Counts fit NFKC normalisation: the normalised text is sent too, and must cost what the
+    text did; where it does not, the text is tokenized otherwise, and nothing is named."""
+    from verifier.cases.corpus import Case
+    from verifier.checks import tokenizer
+    from verifier.checks.registry import RunContext
+    from verifier.protocol.answers import ChatResult, Choice
+    from verifier.protocol.requests import drive
+
+    text = "ﬁnance ﬂow"
+    normalised = len(wrong(kimi, "input_normalised", one_message(text)).ids)
+    anchor = len(reference(kimi, one_message("x")).ids)
+
+    def outcome(nfkc_count: int) -> tuple[list[str], list[str]]:
+        counts = {"count": normalised, "anchor": anchor, "nfkc": nfkc_count}
+        sent = []
+
+        def send(request: Any) -> ChatResult:
+            sent.append(request.name)
+            choice = Choice(index=0, role="assistant", content="A", finish_reason="length")
+            usage = {"prompt_tokens": counts[request.name], "completion_tokens": 1}
+            return ChatResult(stream=False, status=200, choices=[choice], usage=usage)
+
+        case = Case("tokenizer", "nfkc", {"text": text, "category": "normalisation"}, "x:1")
+        ctx = RunContext(model="m", seed=1, profile=kimi)
+        result = drive(tokenizer.run(case, ctx), send)
+        return codes(result.findings), sent
+
+    assert outcome(normalised) == (["input_normalised"], ["count", "anchor", "nfkc"])
+    assert outcome(normalised + 2) == (["token_count_mismatch"], ["count", "anchor", "nfkc"])

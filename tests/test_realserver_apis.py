@@ -25,7 +25,7 @@ import pytest
 from tests.conftest import KIMI_THINKING_PROFILE, KIMI_VISION_PROFILE, VerifierRun, verify
 from tests.llama.server import LlamaServer
 from tests.negative_outcomes import assert_recorded, every_case
-from tests.trimmed import kept_cases
+from tests.trimmed import LEFT_OUT, kept_cases
 from verifier.checks.support.cross_api import EXAMPLES
 
 pytestmark = [pytest.mark.realserver, pytest.mark.slow]
@@ -58,16 +58,18 @@ NAMED = [case for case in TOOL_CHOICES if "-named-other-" in case]
 
 def selection() -> str:
     """A ``-k`` expression: the trimmed tool-calling and structured-output cases, every
-    chat-template probe (one token each), and wire's stop-sequence cases."""
+    chat-template probe and tokenizer text (one token each, but the near-limit texts:
+    tests/trimmed.py), and wire's stop-sequence cases."""
     kept = kept_cases()
     ids = [
         *kept["tool_calling"],
         *TOOL_CHOICES,
         *kept["structured_output"],
         "chat_template",
+        "tokenizer",
         *STOPS,
     ]
-    return " or ".join(ids)
+    return f"({' or '.join(ids)}) and not {LEFT_OUT}"
 
 
 def verified(server: LlamaServer, folder: Path, *options: str) -> VerifierRun:
@@ -84,7 +86,7 @@ def api_run(
         llama_server("stock"),
         tmp_path_factory.mktemp("realserver-apis"),
         *("--api", "chat,messages,responses"),
-        *("--families", "tool_calling,structured_output,chat_template,wire"),
+        *("--families", "tool_calling,structured_output,chat_template,tokenizer,wire"),
         *("--repeats", "tool_calling=2", "--profile", KIMI_VISION_PROFILE),
         *("-k", selection()),
     )

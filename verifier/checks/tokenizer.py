@@ -16,17 +16,23 @@ report). A cause is named only when the evidence singles it out (see
   generation path's ids, gives other ids than the reference while generation's
   ``usage.prompt_tokens`` agrees with it;
 - ``detokenize_mismatch``: ids turned back into text give other text.
+
+Over Anthropic Messages and OpenAI Responses a text's case is judged by differences of that
+API's own counts (``input_tokens``): the tokenizer routes say what chat completions is given,
+not what the API's translation gives the model. ``/detokenize`` is chat's alone.
 """
 
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections import Counter
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..outcome import CaseRecord, Finding, Outcome
 from ..protocol.answers import ChatResult
+from ..protocol.apis import API_NAMES
 from ..protocol.requests import Chat, Exchange
 from ..protocol.tokenize import detokenize_answer, prompt_token_ids
 from .registry import QUICK, family
@@ -49,6 +55,8 @@ if TYPE_CHECKING:
 
 # The fixed conversation counts are compared against.
 ANCHOR = "x"
+# The cause that a count can fit by chance, and which one more request puts to the test.
+NORMALISED = "input_normalised"
 
 
 def _conversation(text: str) -> Conversation:
@@ -129,19 +137,46 @@ def _prompt_tokens(
 def _by_counts(
     ctx: RunContext, profile: Profile, text: str
 ) -> Generator[Chat, ChatResult, list[Finding] | None]:
-    """Generation judged by differences of usage.prompt_tokens; None without usage."""
+    """Generation judged by differences of usage.prompt_tokens; None without usage.
+
+    Counts alone can fit a cause by chance (a tokenizer that splits a text otherwise, to the
+    same count), so normalisation named by them is put to the test: the text normalised
+    must cost what the text did, or the count stays unexplained.
+    """
     count = yield from _prompt_tokens(ctx, text, "count")
     anchor = yield from _prompt_tokens(ctx, ANCHOR, "anchor")
     if count is None or anchor is None:
         return None
-    return count_findings(profile, text, count, anchor)
+    found = count_findings(profile, text, count, anchor)
+    if [f.code for f in found] == [NORMALISED]:
+        normalised = yield from _prompt_tokens(ctx, unicodedata.normalize("NFKC", text), "nfkc")
+        if normalised is not None and normalised != count:
+            return [_not_normalised(profile, text, count - anchor, normalised - anchor)]
+    return found
+
+
+def _not_normalised(profile: Profile, text: str, cost: int, normalised: int) -> Finding:
+    """A count that NFKC would explain, but which the normalised text does not share (pure)."""
+    want = len(reference(profile, _conversation(text)).ids) - len(
+        reference(profile, _conversation(ANCHOR)).ids
+    )
+    return Finding(
+        "token_count_mismatch",
+        f"the text costs {cost} prompt tokens more than {ANCHOR!r}, the reference says {want}; "
+        f"NFKC normalisation would explain that count, but the text normalised costs "
+        f"{normalised}: the text is tokenized otherwise",
+        expected=want,
+        actual=cost,
+    )
 
 
 def _run_ids(case: Case, ctx: RunContext, profile: Profile) -> Exchange:
     text = case.data["text"]
     endpoints = ctx.endpoints
     metrics: dict[str, Any] = {"category": case.data["category"]}
-    if endpoints.method == "prompt_tokens":
+    # Over another API the tokenizer routes say what chat completions is given, not what the
+    # API's translation gives the model: its own counts are the evidence.
+    if endpoints.method == "prompt_tokens" or case.api != "chat":
         found = yield from _by_counts(ctx, profile, text)
         if found is None:
             return unsupported(f"no tokenizer endpoint, and {NO_PROMPT_TOKENS}", {})
@@ -236,7 +271,19 @@ def cost(case: Case) -> float:
     return QUICK if case.data.get("check") == "detokenize" else 1.0 + QUICK
 
 
-@family("tokenizer", summarize=summarize, cost=cost, needs=lambda run: ("tokenizer_endpoints",))
+def case_apis(case: Case) -> tuple[str, ...]:
+    """Every API for a text's ids (its counts through each); chat alone for /detokenize."""
+    return ("chat",) if case.data.get("check") == "detokenize" else API_NAMES
+
+
+@family(
+    "tokenizer",
+    summarize=summarize,
+    cost=cost,
+    needs=lambda run: ("tokenizer_endpoints",),
+    apis=API_NAMES,
+    case_apis=case_apis,
+)
 def run(case: Case, ctx: RunContext) -> Exchange:
     """Token ids and detokenize round trips against the reference tokenizer."""
     profile = ctx.profile

@@ -211,6 +211,11 @@ RESPONSES_REASONING_ITEMS_REJECTED = _define(
     "reasoning",
     "over OpenAI Responses, refuses an input that gives a reasoning item back",
 )
+MESSAGES_TEXT_NORMALISED = _define(
+    "messages-text-normalised",
+    "tokenizer",
+    "over Anthropic Messages, NFKC-normalises the text of user turns in translation",
+)
 MESSAGES_THINKING_HISTORY_DROPPED = _define(
     "messages-thinking-history-dropped",
     "reasoning",

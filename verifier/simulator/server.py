@@ -23,6 +23,7 @@ import struct
 import sys
 import threading
 import time
+import unicodedata
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
@@ -76,6 +77,7 @@ from .defects import (
     MESSAGES_MAX_TOKENS_DEFAULTED,
     MESSAGES_NAMED_TOOL_CHOICE_LOST,
     MESSAGES_STOP_SEQUENCE_AS_END_TURN,
+    MESSAGES_TEXT_NORMALISED,
     MESSAGES_THINKING_DROPPED,
     MESSAGES_THINKING_HISTORY_DROPPED,
     MESSAGES_THINKING_HISTORY_REJECTED,
@@ -113,6 +115,24 @@ def _quirks(defects: Defects) -> Quirks:
         or defects.has(RESPONSES_REASONING_ITEMS_REJECTED),
         creation_omitted=defects.has(MESSAGES_CACHE_CREATION_OMITTED),
     )
+
+
+def _normalised(message: dict[str, Any]) -> dict[str, Any]:
+    """A user message with its text NFKC-normalised (a lossy gateway's text handling)."""
+    content = message.get("content")
+    if message.get("role") != "user":
+        return message
+    if isinstance(content, str):
+        return {**message, "content": unicodedata.normalize("NFKC", content)}
+    if isinstance(content, list):
+        parts = [
+            {**part, "text": unicodedata.normalize("NFKC", part["text"])}
+            if isinstance(part, dict) and isinstance(part.get("text"), str)
+            else part
+            for part in content
+        ]
+        return {**message, "content": parts}
+    return message
 
 
 def _unreasoned(message: dict[str, Any]) -> dict[str, Any]:
@@ -527,6 +547,8 @@ class Handler(BaseHTTPRequestHandler):
         }.get(str(self.api))
         if dropped is not None and defects.has(dropped):
             request = {**request, "messages": [_unreasoned(m) for m in request["messages"]]}
+        if self.api == "messages" and defects.has(MESSAGES_TEXT_NORMALISED):
+            request = {**request, "messages": [_normalised(m) for m in request["messages"]]}
         if named and self.api == "messages" and defects.has(MESSAGES_NAMED_TOOL_CHOICE_LOST):
             return {**request, "tool_choice": "required"}
         if named and self.api == "responses" and defects.has(RESPONSES_NAMED_TOOL_CHOICE_LOST):
