@@ -67,8 +67,9 @@ CASE_ID = re.compile(resources.schema("common")["$defs"]["case_id"]["pattern"])
 def test_every_base_and_edge_request_is_valid_and_every_bad_one_is_not(api: str) -> None:
     for name, base in API_BASES[api].items():
         assert rejected_by_schema(base, api) is None, name
-    for edge in edge_requests():
-        assert rejected_by_schema(edge["request"]) is None, edge["id"]
+    for edge in edge_requests(api):
+        assert edge.get("api", "chat") == api
+        assert rejected_by_schema(edge["request"], api) is None, edge["id"]
     for bad in bad_requests(api):
         assert bad.get("api", "chat") == api
         if bad["mutation"] in BEYOND_SCHEMA:
@@ -101,7 +102,7 @@ def test_every_field_of_the_schema_is_mutated_and_ids_are_unique_case_ids() -> N
         fields = {case["field"] for case in bad_requests(api)}
         held = {field_name(path) for base in API_BASES[api].values() for path in _held(base)}
         assert held & set(schema_fields(api)) - fields == set(), api
-        every += bad_requests(api)
+        every += [*bad_requests(api), *edge_requests(api)]
     ids = [case["id"] for case in every]
     assert len(set(ids)) == len(ids)
     assert all(CASE_ID.fullmatch(case_id) for case_id in ids)
@@ -164,7 +165,7 @@ def test_a_clean_vendor_passes_every_generated_case_and_the_coverage_is_in_the_s
     assert negative["covered"] == negative["schema_fields"] == len(schema_fields())
     assert sum(f["cases"] for f in negative["fields"].values()) == ALL
     for api in OTHER_APIS:
-        made = bad_requests(api)
+        made = [*bad_requests(api), *edge_requests(api)]
         fields = {case["field"] for case in made} & set(schema_fields(api))
         assert every[api]["covered"] == len(fields) and every[api]["schema_fields"] == len(
             schema_fields(api)

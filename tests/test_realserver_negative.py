@@ -22,7 +22,13 @@ from tests.llama.server import LlamaServer
 from tests.negative_outcomes import assert_recorded, generated
 from tests.negative_outcomes import every_case as every_outcome
 from verifier.cases.corpus import load_corpus
-from verifier.cases.negative import BEYOND_SCHEMA, NEEDS, every_case, rejected_by_schema
+from verifier.cases.negative import (
+    BEYOND_SCHEMA,
+    NEEDS,
+    edge_requests,
+    every_case,
+    rejected_by_schema,
+)
 
 pytestmark = [pytest.mark.realserver, pytest.mark.slow]
 
@@ -114,6 +120,14 @@ def test_every_bad_request_over_messages_and_responses_gets_its_recorded_outcome
         case.id for case in load_corpus(["wire"]).cases if case.data.get("api") in apis
     }
     assert_recorded(outcomes, "llama-stock-apis", every_outcome)
+    # Each API's edge requests are answered, but one: over Responses, logprobs asked by
+    # ``include`` with ``top_logprobs: 0`` (the reference's least) is refused ("top_logprobs
+    # requires logprobs to be set to true").
+    edges = {key: o for key, o in outcomes.items() if "-edge-" in key}
+    assert len(edges) == sum(len(edge_requests(api)) for api in apis)
+    assert {key for key, o in edges.items() if o["status"] != "pass"} == {
+        "negative-responses-edge-top-logprobs-top-logprobs-zero[responses]"
+    }
 
 
 def test_every_generated_image_request_gets_its_recorded_outcome_from_the_vision_process(

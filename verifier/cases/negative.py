@@ -21,7 +21,7 @@ enumeration): an endpoint must answer them.
 The other APIs get bad requests of their own the same way: valid requests in their terms
 (:data:`MESSAGES_BASES`, :data:`RESPONSES_BASES`) mutated and kept where their own request
 schema (``messages_request``, ``responses_request``) rejects the result, each case carrying
-its ``api``; edge requests are chat's alone.
+its ``api``, and edge requests of their own: chat's, said in their terms where they can be.
 
 ``--negative N`` takes N of them per API (default: one per field of chat's schema,
 :func:`default_count`), spread over the fields in a seeded order, so that any N covers as many
@@ -717,52 +717,25 @@ def _case(
     }
 
 
-def edge_requests() -> list[dict[str, Any]]:
-    """Requests at the schema's boundaries that an endpoint must answer (each schema-valid)."""
+# An enumeration as long as a real tool's can be, and property names beyond ASCII.
+LARGE_ENUM = {
+    "type": "object",
+    "properties": {"item": {"enum": [f"item-{i}" for i in range(500)]}},
+}
+NON_ASCII = {
+    "type": "object",
+    "properties": {"größe": {"type": "string"}, "名前": {"type": "string"}},
+}
+# The longest tool name every API and the model contracts take (chat's and Responses' limit;
+# Messages takes 128, the Kimi contract 64).
+LONGEST_NAME = "n" * 64
+# A system prompt of some 1,000 tokens.
+LONG_SYSTEM = "Be brief. " * 400
 
-    def tool(**function: Any) -> dict[str, Any]:
-        return {**BASES["tools"], "tools": [{"type": "function", "function": function}]}
 
-    plain = BASES["plain"]
-    edges = [
-        (
-            "tools[].function.parameters",
-            "non_ascii_property",
-            tool(
-                name="lookup",
-                description="Look a word up.",
-                parameters={
-                    "type": "object",
-                    "properties": {"größe": {"type": "string"}, "名前": {"type": "string"}},
-                },
-            ),
-        ),
-        ("tools[].function.description", "empty_description", tool(name="lookup", description="")),
-        (
-            "tools[].function.name",
-            "longest_name",
-            tool(name="n" * 64, parameters={"type": "object"}),
-        ),
-        (
-            "tools[].function.parameters",
-            "large_enum",
-            tool(
-                name="pick",
-                parameters={
-                    "type": "object",
-                    "properties": {"item": {"enum": [f"item-{i}" for i in range(500)]}},
-                },
-            ),
-        ),
-        ("stop", "four_stops", {**plain, "stop": ["a", "b", "c", "d"]}),
-        ("temperature", "temperature_bounds", {**plain, "temperature": 2}),
-        ("top_logprobs", "top_logprobs_zero", {**plain, "logprobs": True, "top_logprobs": 0}),
-        (
-            "messages[].content",
-            "long_system_prompt",
-            {**plain, "messages": [{"role": "system", "content": "Be brief. " * 400}, USER]},
-        ),
-    ]
+def edge_requests(api: str = "chat") -> list[dict[str, Any]]:
+    """Requests at `api`'s schema's boundaries that an endpoint must answer (each valid)."""
+    edges = {"chat": _chat_edges, "messages": _messages_edges, "responses": _responses_edges}[api]
     return [
         _case(
             "edge",
@@ -770,9 +743,90 @@ def edge_requests() -> list[dict[str, Any]]:
             kind,
             {"request": body},
             "valid at the schema's boundary",
+            api=api,
             expect="accept",
         )
-        for field, kind, body in edges
+        for field, kind, body in edges()
+    ]
+
+
+def _messages_edges() -> list[tuple[str, str, dict[str, Any]]]:
+    """Messages' edge requests: chat's, in Messages' terms (its temperature tops at 1)."""
+
+    def tool(**fields: Any) -> dict[str, Any]:
+        return {**MESSAGES_BASES["tools"], "tools": [fields]}
+
+    plain = MESSAGES_BASES["plain"]
+    return [
+        (
+            "tools[].input_schema",
+            "non_ascii_property",
+            tool(name="lookup", description="Look a word up.", input_schema=NON_ASCII),
+        ),
+        (
+            "tools[].description",
+            "empty_description",
+            tool(name="lookup", description="", input_schema={"type": "object"}),
+        ),
+        ("tools[].name", "longest_name", tool(name=LONGEST_NAME, input_schema={"type": "object"})),
+        ("tools[].input_schema", "large_enum", tool(name="pick", input_schema=LARGE_ENUM)),
+        ("stop_sequences", "four_stops", {**plain, "stop_sequences": ["a", "b", "c", "d"]}),
+        ("temperature", "temperature_bounds", {**plain, "temperature": 1}),
+        ("system", "long_system_prompt", {**plain, "system": LONG_SYSTEM}),
+    ]
+
+
+def _responses_edges() -> list[tuple[str, str, dict[str, Any]]]:
+    """Responses' edge requests: chat's, in Responses' terms (it has no stop sequences)."""
+
+    def tool(**fields: Any) -> dict[str, Any]:
+        return {**RESPONSES_BASES["tools"], "tools": [{"type": "function", **fields}]}
+
+    plain = RESPONSES_BASES["plain"]
+    logprobs = RESPONSES_BASES["logprobs"]
+    return [
+        (
+            "tools[].parameters",
+            "non_ascii_property",
+            tool(name="lookup", description="Look a word up.", parameters=NON_ASCII),
+        ),
+        ("tools[].description", "empty_description", tool(name="lookup", description="")),
+        ("tools[].name", "longest_name", tool(name=LONGEST_NAME, parameters={"type": "object"})),
+        ("tools[].parameters", "large_enum", tool(name="pick", parameters=LARGE_ENUM)),
+        ("temperature", "temperature_bounds", {**plain, "temperature": 2}),
+        ("top_logprobs", "top_logprobs_zero", {**logprobs, "top_logprobs": 0}),
+        ("instructions", "long_system_prompt", {**plain, "instructions": LONG_SYSTEM}),
+    ]
+
+
+def _chat_edges() -> list[tuple[str, str, dict[str, Any]]]:
+    """Chat's edge requests."""
+
+    def tool(**function: Any) -> dict[str, Any]:
+        return {**BASES["tools"], "tools": [{"type": "function", "function": function}]}
+
+    plain = BASES["plain"]
+    return [
+        (
+            "tools[].function.parameters",
+            "non_ascii_property",
+            tool(name="lookup", description="Look a word up.", parameters=NON_ASCII),
+        ),
+        ("tools[].function.description", "empty_description", tool(name="lookup", description="")),
+        (
+            "tools[].function.name",
+            "longest_name",
+            tool(name=LONGEST_NAME, parameters={"type": "object"}),
+        ),
+        ("tools[].function.parameters", "large_enum", tool(name="pick", parameters=LARGE_ENUM)),
+        ("stop", "four_stops", {**plain, "stop": ["a", "b", "c", "d"]}),
+        ("temperature", "temperature_bounds", {**plain, "temperature": 2}),
+        ("top_logprobs", "top_logprobs_zero", {**plain, "logprobs": True, "top_logprobs": 0}),
+        (
+            "messages[].content",
+            "long_system_prompt",
+            {**plain, "messages": [{"role": "system", "content": LONG_SYSTEM}, USER]},
+        ),
     ]
 
 
@@ -962,10 +1016,8 @@ def _moved(path: list[Any], deleted: tuple[Any, ...]) -> list[Any]:
 
 
 def every_case(api: str = "chat") -> list[dict[str, Any]]:
-    """`api`'s bad requests and (chat's) edge requests, in their fixed order."""
-    if api != "chat":
-        return list(bad_requests(api))
-    return [*bad_requests(), *edge_requests()]
+    """`api`'s bad requests and edge requests, in their fixed order."""
+    return [*bad_requests(api), *edge_requests(api)]
 
 
 def default_count(api: str = "chat") -> int:
