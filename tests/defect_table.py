@@ -205,6 +205,12 @@ ROWS: tuple[Row, ...] = (
         reasoning={"thinking_history_rejected"},
     ),
     _row(
+        "responses-encrypted-content-empty",
+        profile="thinking",
+        verifier=("--api", "chat,responses"),
+        reasoning={"encrypted_content_missing"},
+    ),
+    _row(
         "messages-text-normalised",
         verifier=("--api", "chat,messages"),
         tokenizer={"input_normalised"},

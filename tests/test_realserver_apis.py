@@ -323,7 +323,8 @@ def test_reasoning_over_messages_streams_its_thinking_block_across_the_text(
     Responses usage still has no ``output_tokens_details``, and over Messages none has
     ``cache_creation_input_tokens``. Every thinking block over Messages has an empty
     signature (reasoning's thinking_signature_missing); sent back, it is taken. Over
-    Responses the reasoning items go back and are taken."""
+    Responses the reasoning items go back and are taken, but each has an empty
+    ``encrypted_content`` though the request included it (encrypted_content_missing)."""
     outcomes = thinking_run.outcomes()
     assert_recorded(outcomes, "llama-thinking", every_case, RECORDINGS)
     stream = outcomes["wire/stream-plain[messages]"]
@@ -343,8 +344,17 @@ def test_reasoning_over_messages_streams_its_thinking_block_across_the_text(
         for mode in ("non-stream", "stream")
         for turn in (1, 2)
     }
-    # Over Responses its reasoning comes as reasoning items, taken back as they came.
-    assert outcomes[f"reasoning/{ITEMS}[responses]"]["status"] == "pass"
+
+    # Over Responses its reasoning comes as reasoning items, taken back as they came; asked
+    # for their encrypted content (``include``), it gives each an empty one.
+    def sealed(key: str) -> set[tuple[str, str, object]]:
+        return {(f["code"], f["attempt"], f["actual"]) for f in outcomes[key]["findings"]}
+
+    assert sealed(f"reasoning/{ITEMS}[responses]") == {
+        ("encrypted_content_missing", f"{mode}-turn-{turn}", "")
+        for mode in ("non-stream", "stream")
+        for turn in (1, 2)
+    }
     # Thinking switched on in Messages' terms gives a thinking block, then the text; the
     # contract says K2 Thinking cannot be switched off and states no effort levels.
     switched = {case: outcomes[f"reasoning/{case}[{case.rpartition('-')[2]}]"] for case in SWITCHED}
@@ -356,8 +366,9 @@ def test_reasoning_over_messages_streams_its_thinking_block_across_the_text(
     # An agent loop over Responses (its first turn's call required) goes round once, its
     # reasoning items and call sent back, and is answered; over Messages, where thinking takes
     # no forced choice, the test model makes no call unforced: no loop to grade.
-    loop = outcomes["reasoning/loop-two-cities-responses[responses]"]
-    assert (loop["status"], loop["metrics"]["requests"]) == ("pass", 4)
+    loop = "reasoning/loop-two-cities-responses[responses]"
+    assert outcomes[loop]["metrics"]["requests"] == 4
+    assert {code for code, _, _ in sealed(loop)} == {"encrypted_content_missing"}
     assert outcomes["reasoning/loop-two-cities-messages[messages]"]["message"] == (
         "unsupported: the model made no call: there was no loop to grade"
     )

@@ -21,6 +21,7 @@ from verifier.checks.support.thinking_back import (
     next_input,
     next_turn,
     run_thinking_roundtrip,
+    sealed_findings,
     signature_findings,
 )
 from verifier.protocol.answers import ChatResult
@@ -348,3 +349,15 @@ def test_a_loop_whose_follow_ups_report_no_count_is_no_pass() -> None:
     assert [m["role"] for m in request["messages"]] == ["user", "assistant", "tool"]
     assert request["messages"][1]["reasoning_content"] == "Look it up."
     assert request["messages"][2]["content"].startswith('{"city": "Oslo"')
+
+
+@pytest.mark.parametrize("sealed", [None, "", 7])
+def test_a_reasoning_item_without_its_encrypted_content_is_a_finding(sealed: Any) -> None:
+    item = {**REASONING, "encrypted_content": sealed}
+    (found,) = sealed_findings([FUNCTION_CALL, item], "turn-1")
+    assert (found.code, found.json_path, found.actual) == (
+        "encrypted_content_missing",
+        "$.output[1].encrypted_content",
+        sealed,
+    )
+    assert sealed_findings([{**REASONING, "encrypted_content": "b3BhcXVl"}], "turn-1") == []

@@ -34,8 +34,12 @@ ANSWER_ROUTES = {"/v1/messages": MESSAGES, "/v1/responses": RESPONSES}
 COUNT_ROUTES = {"/v1/messages/count_tokens": MESSAGES, "/v1/responses/input_tokens": RESPONSES}
 # The name a Messages structured-output request's schema gets (Messages formats have none).
 FORMAT_NAME = "output"
-# What the Responses API includes to return the output text's logprobs.
+# What the Responses API includes to return the output text's logprobs, and reasoning items'
+# encrypted content.
 LOGPROBS_INCLUDE = "message.output_text.logprobs"
+ENCRYPTED_INCLUDE = "reasoning.encrypted_content"
+# What this vendor's encrypted content begins with.
+SEAL = "sim-sealed:"
 # The Messages error type of each HTTP status (others: api_error for 5xx, else
 # invalid_request_error).
 ERROR_TYPES = {
@@ -504,6 +508,16 @@ def _add_item(messages: list[dict[str, Any]], item: Any, where: str, quirks: Qui
         if quirks.refuses_thinking:
             raise _Unreadable(f"{where}: reasoning items cannot be sent back", param="input")
         thought = _reasoning_text(item)
+        sealed_content = item.get("encrypted_content")
+        if isinstance(sealed_content, str) and sealed_content:
+            # This vendor's own encrypted content is the reasoning, whatever else the item says.
+            opened = unsealed(sealed_content)
+            if opened is None:
+                raise _Unreadable(
+                    f"{where}.encrypted_content: not an encrypted content of this vendor's",
+                    param="input",
+                )
+            thought = opened
         messages.append({"role": "assistant", "content": None, DEFAULT_FIELD: thought})
     else:
         raise _Unreadable(f"{where}: item type {kind!r} is not supported", param="input")
@@ -621,8 +635,17 @@ def _text_format(text: Any) -> dict[str, Any]:
 
 def _logprobs_asked(body: Any) -> bool:
     """Whether a Responses request includes the output text's logprobs."""
+    return _included(body, LOGPROBS_INCLUDE)
+
+
+def _included(body: Any, what: str) -> bool:
     include = body.get("include") if isinstance(body, dict) else None
-    return isinstance(include, list) and LOGPROBS_INCLUDE in include
+    return isinstance(include, list) and what in include
+
+
+def _seal(request: Any, quirks: Quirks, text: str) -> str | None:
+    """A reasoning item's encrypted content where the request included it, else None."""
+    return quirks.seal(text) if _included(request, ENCRYPTED_INCLUDE) else None
 
 
 def _logprobs(body: Mapping[str, Any]) -> dict[str, Any]:
@@ -670,11 +693,11 @@ def answer_body(
         completion: the chat answer.
         request: the request as sent (a Response echoes its settings).
         ended: the stop sequence that ended the answer, which a Message names.
-        quirks: how a Message departs from the reference (defects).
+        quirks: how the answer departs from the reference (defects).
     """
     if api == MESSAGES:
         return message_object(completion, ended, quirks=quirks)
-    return response_object(completion, request)
+    return response_object(completion, request, quirks)
 
 
 class Ended(NamedTuple):
@@ -734,7 +757,9 @@ def message_object(
     }
 
 
-def response_object(completion: Mapping[str, Any], request: Any) -> dict[str, Any]:
+def response_object(
+    completion: Mapping[str, Any], request: Any, quirks: Quirks | None = None
+) -> dict[str, Any]:
     """A chat.completion object as a Response: reasoning, message, function_call items."""
     choice = _first_choice(completion)
     message = _object(choice.get("message"))
@@ -742,7 +767,8 @@ def response_object(completion: Mapping[str, Any], request: Any) -> dict[str, An
     output: list[dict[str, Any]] = []
     reasoning = _reasoning(message)
     if reasoning:
-        output.append(_reasoning_item(_item_id("rs", chat_id, len(output)), reasoning))
+        seal = _seal(request, quirks or Quirks(), reasoning)
+        output.append(_reasoning_item(_item_id("rs", chat_id, len(output)), reasoning, seal=seal))
     text = message.get("content")
     if isinstance(text, str) and text:
         logprobs = choice.get("logprobs")
@@ -759,6 +785,21 @@ def response_object(completion: Mapping[str, Any], request: Any) -> dict[str, An
         output,
         _responses_usage(completion.get("usage")),
     )
+
+
+def sealed(reasoning: str) -> str:
+    """A reasoning item's encrypted content: opaque to clients, the reasoning to this vendor."""
+    return SEAL + base64.b64encode(reasoning.encode("utf-8")).decode("ascii")
+
+
+def unsealed(content: str) -> str | None:
+    """The reasoning a reasoning item's encrypted content holds, None when not this vendor's."""
+    if not content.startswith(SEAL):
+        return None
+    try:
+        return base64.b64decode(content.removeprefix(SEAL), validate=True).decode("utf-8")
+    except ValueError:
+        return None
 
 
 def signature(thinking: str) -> str:
@@ -778,16 +819,23 @@ class Quirks(NamedTuple):
             (``messages-thinking-history-rejected``, ``responses-reasoning-items-rejected``).
         creation_omitted: the usage leaves out cache_creation_input_tokens
             (``messages-cache-creation-omitted``, as llama-server 11434's does).
+        unsealed: reasoning items asked for their encrypted content come with an empty one
+            (``responses-encrypted-content-empty``, as llama-server 11434's do).
     """
 
     double_counted: bool = False
     unsigned: bool = False
     refuses_thinking: bool = False
     creation_omitted: bool = False
+    unsealed: bool = False
 
     def sign(self, thinking: str) -> str:
         """A thinking block's signature, as these quirks give it."""
         return "" if self.unsigned else signature(thinking)
+
+    def seal(self, reasoning: str) -> str:
+        """A reasoning item's encrypted content, as these quirks give it."""
+        return "" if self.unsealed else sealed(reasoning)
 
 
 def stop_reason(finish: Any) -> str | None:
@@ -954,10 +1002,16 @@ def _message_item(
     }
 
 
-def _reasoning_item(item_id: str, text: str, *, done: bool = True) -> dict[str, Any]:
-    """A reasoning output item (the raw reasoning as content, no summary)."""
+def _reasoning_item(
+    item_id: str, text: str, *, done: bool = True, seal: str | None = None
+) -> dict[str, Any]:
+    """A reasoning output item: the raw reasoning as content, no summary.
+
+    Its encrypted content (`seal`) where the request included it.
+    """
     content = [{"type": "reasoning_text", "text": text}] if done else []
-    return {"id": item_id, "type": "reasoning", "summary": [], "content": content}
+    item = {"id": item_id, "type": "reasoning", "summary": [], "content": content}
+    return item if seal is None else {**item, "encrypted_content": seal}
 
 
 def _call_item(call_id: Any, name: Any, arguments: Any, *, done: bool = True) -> dict[str, Any]:
@@ -1016,12 +1070,12 @@ def stream_translator(
         overlap: Messages blocks that overlap (``messages-blocks-overlap``).
         unindexed: Responses events without their index fields (``responses-stream-unindexed``).
         ended: the stop sequence that ended the answer, which a Messages stream names.
-        quirks: how a Messages stream departs from the reference (defects).
+        quirks: how the stream departs from the reference (defects).
     """
     if api == MESSAGES:
         return MessagesStream(input_tokens, overlap=overlap, ended=ended, quirks=quirks)
     if api == RESPONSES:
-        return ResponsesStream(request, unindexed=unindexed)
+        return ResponsesStream(request, unindexed=unindexed, quirks=quirks)
     return Verbatim()
 
 
@@ -1314,10 +1368,13 @@ class ResponsesStream(_Gateway):
             whether the text's logprobs go out).
     """
 
-    def __init__(self, request: Any, *, unindexed: bool = False) -> None:
+    def __init__(
+        self, request: Any, *, unindexed: bool = False, quirks: Quirks | None = None
+    ) -> None:
         super().__init__()
         self.request = request
         self.unindexed = unindexed
+        self.quirks = quirks or Quirks()
         self.logprobs = _logprobs_asked(request)
         self.sequence = 0
         self.output: list[dict[str, Any]] = []
@@ -1412,7 +1469,7 @@ class ResponsesStream(_Gateway):
             part = done["content"][0]
             self._emit("response.content_part.done", {**where, "content_index": 0, "part": part})
         elif item["type"] == "reasoning":
-            done = _reasoning_item(item["id"], text)
+            done = _reasoning_item(item["id"], text, seal=_seal(self.request, self.quirks, text))
             fields = {**where, "content_index": 0, "text": text}
             self._emit("response.reasoning_text.done", fields)
         else:

@@ -211,6 +211,12 @@ RESPONSES_REASONING_ITEMS_REJECTED = _define(
     "reasoning",
     "over OpenAI Responses, refuses an input that gives a reasoning item back",
 )
+RESPONSES_ENCRYPTED_CONTENT_EMPTY = _define(
+    "responses-encrypted-content-empty",
+    "reasoning",
+    "over OpenAI Responses, gives reasoning items an empty encrypted_content when the request "
+    "includes it (as llama-server 11434 does)",
+)
 MESSAGES_TEXT_NORMALISED = _define(
     "messages-text-normalised",
     "tokenizer",

@@ -3,12 +3,15 @@
 A client of Anthropic Messages sends an answer's content blocks back unchanged in its next
 turn: in a tool loop, the turn that answers the calls carries the assistant's thinking before
 its ``tool_use`` blocks, and the API checks each thinking block's ``signature``. A client of
-OpenAI Responses that keeps no state at the vendor (``store: false``) sends the answer's
-output items back in its next ``input``: its ``reasoning`` items, messages and function calls,
-then each call's ``function_call_output``. A gateway that translates these APIs to another
+OpenAI Responses that keeps no state at the vendor (``store: false``, including
+``reasoning.encrypted_content`` as Codex does) sends the answer's output items back in its
+next ``input``: its ``reasoning`` items, messages and function calls, then each call's
+``function_call_output``. A gateway that translates these APIs to another
 loses the signature, or cannot take the reasoning back. Codes: ``thinking_signature_missing``
 (a Messages thinking block without a signature, or with an empty one),
-``thinking_history_rejected`` (the next turn, with the reasoning as it came, refused).
+``encrypted_content_missing`` (a Responses reasoning item without the encrypted content the
+request included, or with an empty one), ``thinking_history_rejected`` (the next turn, with
+the reasoning as it came, refused).
 """
 
 from __future__ import annotations
@@ -39,6 +42,9 @@ THINKING = {"type": "enabled", "budget_tokens": 1024}
 UNSAMPLED = ("temperature", "top_p", "top_k")
 # What a call's result says when the case gives none for its tool.
 NO_RESULT = '{"ok": true}'
+# What a Responses request includes for its reasoning items to come with their encrypted
+# content (stateless clients such as Codex send it with store: false).
+ENCRYPTED = "reasoning.encrypted_content"
 # What each API's answer calls its reasoning, for findings and the unsupported reason.
 REASONING = {"messages": "thinking block", "responses": "reasoning item"}
 
@@ -57,6 +63,30 @@ def signature_findings(content: Sequence[Mapping[str, Any]], attempt: str) -> li
                     f"$.content[{number}].signature",
                     expected="the block's signature",
                     actual=signature,
+                    attempt=attempt,
+                )
+            )
+    return findings
+
+
+def sealed_findings(output: Sequence[Mapping[str, Any]], attempt: str) -> list[Finding]:
+    """A finding for each reasoning item of an answer without its encrypted content (pure).
+
+    The request included it (``reasoning.encrypted_content``): a stateless client (``store:
+    false``) sends it back for the reasoning to be taken up again.
+    """
+    findings = []
+    for number, item in enumerate(output):
+        sealed = item.get("encrypted_content")
+        if item.get("type") == "reasoning" and not (isinstance(sealed, str) and sealed):
+            findings.append(
+                Finding(
+                    "encrypted_content_missing",
+                    f"reasoning item {number} has encrypted_content {sealed!r}, though the "
+                    f"request included {ENCRYPTED}",
+                    f"$.output[{number}].encrypted_content",
+                    expected="the item's encrypted content",
+                    actual=sealed,
                     attempt=attempt,
                 )
             )
@@ -158,10 +188,14 @@ def _unstreamed(body: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _first_turn(api: str, chat: Mapping[str, Any], stream: bool) -> dict[str, Any]:
-    """The case's first request in `api`'s terms; over Messages, with thinking on."""
+    """The case's first request in `api`'s terms.
+
+    Over Messages, with thinking on; over Responses, with the reasoning items' encrypted
+    content included, as Codex asks.
+    """
     body = protocol_of(api).request_body(chat, stream=stream)
-    if api != "messages":
-        return body
+    if api == "responses":
+        return {**body, "include": [*body.get("include", []), ENCRYPTED]}
     return {k: v for k, v in body.items() if k not in UNSAMPLED} | {"thinking": THINKING}
 
 
@@ -198,8 +232,9 @@ def _read(api: str, answer: ChatResult, attempt: str) -> _Read:
         content = answer_content(answer)
         kinds = {block.get("type") for block in content}
         return _Read("thinking" in kinds, "tool_use" in kinds, signature_findings(content, attempt))
-    kinds = {item.get("type") for item in output_items(answer)}
-    return _Read("reasoning" in kinds, "function_call" in kinds, [])
+    output = output_items(answer)
+    kinds = {item.get("type") for item in output}
+    return _Read("reasoning" in kinds, "function_call" in kinds, sealed_findings(output, attempt))
 
 
 def _next(
