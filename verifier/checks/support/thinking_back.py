@@ -49,48 +49,66 @@ ENCRYPTED = "reasoning.encrypted_content"
 REASONING = {"messages": "thinking block", "responses": "reasoning item"}
 
 
-def signature_findings(content: Sequence[Mapping[str, Any]], attempt: str) -> list[Finding]:
-    """A finding for each thinking block of an answer that carries no signature (pure)."""
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Opaque:
+    """An opaque field the API gives a kind of reasoning part, for the client to send back."""
+
+    kind: str
+    noun: str
+    field: str
+    code: str
+    where: str
+    why: str
+
+
+_SIGNATURE = _Opaque(
+    "thinking",
+    "thinking block",
+    "signature",
+    "thinking_signature_missing",
+    "$.content",
+    "the API signs every thinking block, and a client must send the signature back",
+)
+_SEALED = _Opaque(
+    "reasoning",
+    "reasoning item",
+    "encrypted_content",
+    "encrypted_content_missing",
+    "$.output",
+    f"the request included {ENCRYPTED}, which a stateless client (store: false) sends back "
+    "for the reasoning to be taken up again",
+)
+
+
+def _opaque_findings(
+    opaque: _Opaque, parts: Sequence[Mapping[str, Any]], attempt: str
+) -> list[Finding]:
+    """A finding for each part of `opaque`'s kind without its field, or with an empty one."""
     findings = []
-    for number, block in enumerate(content):
-        signature = block.get("signature")
-        if block.get("type") == "thinking" and not (isinstance(signature, str) and signature):
+    for number, part in enumerate(parts):
+        value = part.get(opaque.field)
+        if part.get("type") == opaque.kind and not (isinstance(value, str) and value):
             findings.append(
                 Finding(
-                    "thinking_signature_missing",
-                    f"thinking block {number} has signature {signature!r}: the API signs "
-                    f"every thinking block, and a client must send the signature back",
-                    f"$.content[{number}].signature",
-                    expected="the block's signature",
-                    actual=signature,
+                    opaque.code,
+                    f"{opaque.noun} {number} has {opaque.field} {value!r}: {opaque.why}",
+                    f"{opaque.where}[{number}].{opaque.field}",
+                    expected=f"the {opaque.noun}'s {opaque.field}",
+                    actual=value,
                     attempt=attempt,
                 )
             )
     return findings
+
+
+def signature_findings(content: Sequence[Mapping[str, Any]], attempt: str) -> list[Finding]:
+    """A finding for each thinking block of an answer that carries no signature (pure)."""
+    return _opaque_findings(_SIGNATURE, content, attempt)
 
 
 def sealed_findings(output: Sequence[Mapping[str, Any]], attempt: str) -> list[Finding]:
-    """A finding for each reasoning item of an answer without its encrypted content (pure).
-
-    The request included it (``reasoning.encrypted_content``): a stateless client (``store:
-    false``) sends it back for the reasoning to be taken up again.
-    """
-    findings = []
-    for number, item in enumerate(output):
-        sealed = item.get("encrypted_content")
-        if item.get("type") == "reasoning" and not (isinstance(sealed, str) and sealed):
-            findings.append(
-                Finding(
-                    "encrypted_content_missing",
-                    f"reasoning item {number} has encrypted_content {sealed!r}, though the "
-                    f"request included {ENCRYPTED}",
-                    f"$.output[{number}].encrypted_content",
-                    expected="the item's encrypted content",
-                    actual=sealed,
-                    attempt=attempt,
-                )
-            )
-    return findings
+    """A finding for each reasoning item of an answer without its encrypted content (pure)."""
+    return _opaque_findings(_SEALED, output, attempt)
 
 
 def next_turn(
