@@ -145,7 +145,8 @@ ROWS: tuple[Row, ...] = (
     _row(
         "responses-cut-as-completed",
         "every answer cut at its limit over Responses says it completed: accounting sees it in "
-        "every family whose cases hit a limit (chat template's and vision's one-token probes, "
+        "every family whose cases hit a limit (chat template's, tokenizer's and vision's "
+        "one-token probes, "
         "wire's max_tokens cases, structured output's truncation cases), and structured "
         "output's own "
         "check sees those cut objects end with no length reason besides; the two prefill "
@@ -155,6 +156,7 @@ ROWS: tuple[Row, ...] = (
         "completion_tokens_mismatch",
         verifier=("--api", "chat,responses"),
         chat_template={"length_not_reported", "completion_tokens_mismatch"},
+        tokenizer={"length_not_reported"},
         structured_output={"length_not_reported", "truncated_without_length"},
         vision={"length_not_reported"},
         wire={"length_not_reported"},
@@ -184,6 +186,7 @@ ROWS: tuple[Row, ...] = (
         "more than chat's",
         verifier=("--api", "chat,messages"),
         chat_template={"cached_tokens_double_counted", "count_tokens_disagrees"},
+        tokenizer={"cached_tokens_double_counted"},
         tool_calling={"cross_api_prompt_tokens_differ"},
     ),
     _row(

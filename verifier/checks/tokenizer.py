@@ -38,6 +38,7 @@ from ..protocol.tokenize import detokenize_answer, prompt_token_ids
 from .registry import QUICK, family
 from .support.common import excerpt, unsupported
 from .support.evidence import NO_PROMPT_TOKENS, Malformed, counted
+from .support.prompt_counts import double_count_finding
 from .support.renderings import (
     Conversation,
     Observed,
@@ -128,10 +129,15 @@ def count_findings(profile: Profile, text: str, count: int, anchor: int) -> list
 
 def _prompt_tokens(
     ctx: RunContext, text: str, name: str
-) -> Generator[Chat, ChatResult, int | None]:
+) -> Generator[Chat, ChatResult, Observed | None]:
+    """A one-message prompt's count, with the part its answer says was cached; None without."""
     body = ctx.request(messages=[{"role": "user", "content": text}], max_tokens=1)
     result = yield Chat(body, name)
-    return counted(result, name) if result.ok else None
+    count = counted(result, name) if result.ok else None
+    if count is None:
+        return None
+    cached = ((result.usage or {}).get("prompt_tokens_details") or {}).get("cached_tokens")
+    return Observed(count, cached=cached if isinstance(cached, int) else None)
 
 
 def _by_counts(
@@ -143,15 +149,23 @@ def _by_counts(
     same count), so normalisation named by them is put to the test: the text normalised
     must cost what the text did, or the count stays unexplained.
     """
-    count = yield from _prompt_tokens(ctx, text, "count")
-    anchor = yield from _prompt_tokens(ctx, ANCHOR, "anchor")
-    if count is None or anchor is None:
+    seen = yield from _prompt_tokens(ctx, text, "count")
+    anchored = yield from _prompt_tokens(ctx, ANCHOR, "anchor")
+    if seen is None or anchored is None:
         return None
+    # A count that holds the cached input twice is off by what each answer cached, which no
+    # difference cancels: that cause first.
+    doubled = double_count_finding(
+        profile, [(_conversation(text), seen), (_conversation(ANCHOR), anchored)]
+    )
+    if doubled is not None:
+        return [doubled]
+    count, anchor = seen.count, anchored.count
     found = count_findings(profile, text, count, anchor)
     if [f.code for f in found] == [NORMALISED]:
         normalised = yield from _prompt_tokens(ctx, unicodedata.normalize("NFKC", text), "nfkc")
-        if normalised is not None and normalised != count:
-            return [_not_normalised(profile, text, count - anchor, normalised - anchor)]
+        if normalised is not None and normalised.count != count:
+            return [_not_normalised(profile, text, count - anchor, normalised.count - anchor)]
     return found
 
 
@@ -188,7 +202,8 @@ def _run_ids(case: Case, ctx: RunContext, profile: Profile) -> Exchange:
         return unsupported(f"the {method} endpoint gave no ids for this text", {})
     counted = None
     if method != "return_token_ids":
-        counted = yield from _prompt_tokens(ctx, text, "usage")
+        seen = yield from _prompt_tokens(ctx, text, "usage")
+        counted = None if seen is None else seen.count
     findings: list[Finding] = []
     if counted is None or counted == len(ids):
         findings = id_findings(profile, text, ids)

@@ -53,19 +53,9 @@ def grade(profile: Profile, probe: str, case: Observations) -> list[Finding]:
         if seen_b.text is not None and ref_b.text is not None and seen_b.text != ref_b.text:
             return rendering_findings(ref_b.text, seen_b.text)
         return []
-    if _double_counted(profile, case):
-        cached = seen_b.cached
-        return [
-            Finding(
-                "cached_tokens_double_counted",
-                f"prompt_tokens {seen_b.count} ({offset:+d}) is the reference's count plus the "
-                f"{cached} tokens the answer says came from the cache: cached input is counted "
-                f"twice" + (", in both conversations" if baseline else ""),
-                _COUNT,
-                expected=len(ref_b.ids),
-                actual=seen_b.count,
-            )
-        ]
+    doubled = double_count_finding(profile, case)
+    if doubled is not None:
+        return [doubled]
     causes = explaining(profile, case)
     skew = constant_offset(profile, case)
     if len(causes) == 1 and skew is None:
@@ -100,15 +90,29 @@ def grade(profile: Profile, probe: str, case: Observations) -> list[Finding]:
     return [_unexplained(ref_b, seen_b, consistent)]
 
 
-def _double_counted(profile: Profile, case: Observations) -> bool:
-    """Whether every count is the reference's plus the cached input the answer reported.
+def double_count_finding(profile: Profile, case: Observations) -> Finding | None:
+    """``cached_tokens_double_counted``, or None where it does not explain the counts (pure).
 
-    A cache reports part of the prompt apart; a count that adds it once more is off by
+    It explains them when every count is the reference's plus the cached input its answer
+    reported. A cache reports part of the prompt apart; a count that adds it once more is off by
     exactly that part, whatever the conversation.
     """
-    return all(
+    doubled = all(
         seen.cached and seen.count - seen.cached == len(reference(profile, conversation).ids)
         for conversation, seen in case
+    )
+    if not doubled:
+        return None
+    (conversation, seen), *baseline = case
+    expected = len(reference(profile, conversation).ids)
+    return Finding(
+        "cached_tokens_double_counted",
+        f"prompt_tokens {seen.count} ({seen.count - expected:+d}) is the reference's count plus "
+        f"the {seen.cached} tokens the answer says came from the cache: cached input is counted "
+        f"twice" + (", in both conversations" if baseline else ""),
+        _COUNT,
+        expected=expected,
+        actual=seen.count,
     )
 
 
