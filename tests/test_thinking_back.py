@@ -361,3 +361,13 @@ def test_a_reasoning_item_without_its_encrypted_content_is_a_finding(sealed: Any
         sealed,
     )
     assert sealed_findings([{**REASONING, "encrypted_content": "b3BhcXVl"}], "turn-1") == []
+
+
+def test_a_mode_whose_first_answer_has_no_reasoning_sends_nothing_back() -> None:
+    """Each mode stands on its own answers: the stream's first answer, without reasoning,
+    is not sent back because the non-stream one had some (a refusal of that history would
+    say nothing of the reasoning)."""
+    sent: list[dict[str, Any]] = []
+    plain = message(CALL)
+    assert _roundtrip([(200, message(THOUGHT, CALL)), (200, DONE), (200, plain)], sent=sent) == []
+    assert len(sent) == 3

@@ -100,7 +100,7 @@ from .support.tool_matching import parse_arguments
 
 if TYPE_CHECKING:
     from ..cases.corpus import Case
-    from ..reference.dialect import Dialect
+    from ..reference.dialect import Dialect, Effort
     from ..reference.profiles import Profile
     from ..reference.tokenizer_backends import Tokenizer
     from .registry import RunContext
@@ -708,23 +708,34 @@ def _run_structured(case: Case, ctx: RunContext) -> Graded:
     return paired(graded[0], graded[1], compare=not ctx.sampled), {"requests": requests}
 
 
+def _effort_switch(case: Case, dialect: Dialect, effort: Effort) -> Mapping[str, Any]:
+    """The switch sent with every effort level: the contract's, where the case's API has it.
+
+    Responses' reasoning.effort is OpenAI's chat reasoning_effort (its protocol module renders
+    one as the other); a contract that sets effort otherwise has no counterpart there, nor has
+    its thinking switch.
+
+    Raises:
+        Unsupported: the case is written for Responses and the contract's effort is not
+            OpenAI's.
+    """
+    if case.data.get("api") != "responses":
+        return dialect.on or {}
+    if effort.field != OPENAI_EFFORT:
+        raise Unsupported(
+            f"the model's contract sets effort by {effort.field}, which the Responses API has "
+            f"no counterpart for"
+        )
+    return {}
+
+
 def _run_effort(case: Case, ctx: RunContext) -> Graded:
     profile, model_dialect = _dialect(ctx)
     dialect = _api_dialect(case, model_dialect)
     effort = dialect.effort
     if effort is None:
         raise Unsupported("the profile declares no reasoning effort levels")
-    switch = dialect.on or {}
-    if case.data.get("api") == "responses":
-        # Responses' reasoning.effort is OpenAI's chat reasoning_effort (its protocol module
-        # renders one as the other); a contract that sets effort otherwise has no counterpart,
-        # nor has its thinking switch.
-        if effort.field != OPENAI_EFFORT:
-            raise Unsupported(
-                f"the model's contract sets effort by {effort.field}, which the Responses API "
-                f"has no counterpart for"
-            )
-        switch = {}
+    switch = _effort_switch(case, dialect, effort)
     lengths: dict[str, list[int]] = {level: [] for level in effort.levels}
     findings: list[Finding] = []
     requests = 0

@@ -20,7 +20,7 @@ import dataclasses
 import itertools
 import json
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...outcome import Finding
@@ -276,6 +276,24 @@ def _next(
     return {**follow, "stream": True} if stream else follow
 
 
+@dataclasses.dataclass(slots=True)
+class _Case:
+    """One case's round trips: what every mode sends, and what the modes saw together."""
+
+    api: str
+    chat: dict[str, Any]
+    # The conversation in chat terms, as the model's template renders what the API was sent.
+    said: dict[str, Any]
+    messages: list[dict[str, Any]]
+    results: Mapping[str, Any]
+    loop: bool
+    turns: int
+    findings: list[Finding] = dataclasses.field(default_factory=list)
+    thought: bool = False
+    called: bool = False
+    uncounted: str | None = None
+
+
 def run_thinking_roundtrip(
     case: Case,
     ctx: RunContext,
@@ -288,9 +306,9 @@ def run_thinking_roundtrip(
     A ``thinking_roundtrip`` case sends the first answer back once (thanking the model where
     it made no call); an ``agent_loop`` case goes on while the answers call tools, up to its
     ``max_turns``, each call answered with the case's results in call order, its first turn
-    with the case's ``first_tool_choice``. Every answer's
-    thinking blocks must be signed, and every next turn taken. The loop stops where nothing
-    of the reasoning would go back (a first answer without any).
+    with the case's ``first_tool_choice``. Every answer's reasoning parts must carry what the
+    API gives them to be sent back, and every next turn must be taken. A mode stops where
+    nothing of the reasoning would go back (a first answer without any).
 
     Args:
         case: a case written for Messages or Responses (its ``api``).
@@ -307,6 +325,23 @@ def run_thinking_roundtrip(
             answer after tool results reported no prompt tokens and nothing else was found.
         Malformed: a 2xx answer cannot be read or carries no choice.
     """
+    state = _case(case, ctx, effort)
+    for label, stream in (("non-stream", False), ("stream", True)):
+        yield from _mode(state, label, stream, followup, count)
+    if not state.thought:
+        raise Unsupported(f"no answer carried a {REASONING[state.api]}")
+    if state.loop and not state.called:
+        raise Unsupported("the model made no call: there was no loop to grade")
+    if state.uncounted is not None and not state.findings:
+        raise Unsupported(
+            f"{NO_PROMPT_TOKENS} ({state.uncounted}): whether the reasoning sent back reaches "
+            "the prompt cannot be seen"
+        )
+    return state.findings, {"requests": len(ctx.observed)}
+
+
+def _case(case: Case, ctx: RunContext, effort: Mapping[str, Any] | None) -> _Case:
+    """What every mode of `case` sends first, in chat terms."""
     data = case.data
     # The API the case is written for (the only one it is sent through).
     api = data["api"]
@@ -317,56 +352,60 @@ def run_thinking_roundtrip(
         chat["tool_choice"] = data["first_tool_choice"]
     if api == "responses":
         chat.update(effort or {})
-    results = data.get("results") or {}
     loop = data["check"] == "agent_loop"
-    turns = data.get("max_turns", 4) if loop else 2
-    # The conversation in chat terms, as the model's template renders what the API was sent.
-    said = {**chat, "thinking": THINKING} if api == "messages" else dict(chat)
-    findings: list[Finding] = []
-    thought = called = False
-    uncounted: str | None = None
-    for label, stream in (("non-stream", False), ("stream", True)):
-        body = _first_turn(api, chat, stream)
-        used: Counter[str] = Counter()
-        mirror: list[dict[str, Any]] = list(data["messages"])
-        counted: list[tuple[dict[str, Any], ChatResult, str]] = []
-        after_calls = False
-        for turn in range(1, turns + 1):
-            name = f"{label}-turn-{turn}"
-            answer = yield Raw(_bytes(body), "application/json", name, stream=stream)
-            if not answer.ok:
-                if turn == 1:
-                    raise Rejected(answer)
-                findings.append(_history_rejected(api, answer, name))
-                break
-            _readable(answer, name)
-            graded = followup(answer, name) if after_calls and followup is not None else []
-            if after_calls:
-                counted.append(({**said, "messages": list(mirror)}, answer, name))
-            read = _read(api, answer, name)
-            findings += graded + read.findings
-            thought, called = thought or read.reasoning, called or read.calls
-            # An invalid next call ends the loop: its result would answer nothing.
-            invalid = any(f.code == "followup_call_invalid" for f in graded)
-            if not thought or invalid or not (read.calls or (turn == 1 and not loop)):
-                break
-            body, after_calls = _next(api, body, answer, results, used, stream), read.calls
-            if count is not None and answer.choice is not None and read.calls:
-                mirror += chat_turns(answer.choice, _outputs(api, body), count.field)
-        if count is not None and counted:
-            found = count.grade(counted)
-            uncounted = uncounted or (counted[-1][2] if found is None else None)
-            findings += found or []
-    if not thought:
-        raise Unsupported(f"no answer carried a {REASONING[api]}")
-    if loop and not called:
-        raise Unsupported("the model made no call: there was no loop to grade")
-    if uncounted is not None and not findings:
-        raise Unsupported(
-            f"{NO_PROMPT_TOKENS} ({uncounted}): whether the reasoning sent back reaches the "
-            "prompt cannot be seen"
-        )
-    return findings, {"requests": len(ctx.observed)}
+    return _Case(
+        api=api,
+        chat=chat,
+        said={**chat, "thinking": THINKING} if api == "messages" else dict(chat),
+        messages=list(data["messages"]),
+        results=data.get("results") or {},
+        loop=loop,
+        turns=data.get("max_turns", 4) if loop else 2,
+    )
+
+
+def _mode(
+    state: _Case,
+    label: str,
+    stream: bool,
+    followup: Callable[[ChatResult, str], list[Finding]] | None,
+    count: Counting | None,
+) -> Generator[Raw, ChatResult, None]:
+    """One mode's turns, their findings added to `state`, then its follow-ups counted."""
+    api = state.api
+    body = _first_turn(api, state.chat, stream)
+    used: Counter[str] = Counter()
+    mirror = list(state.messages)
+    counted: list[tuple[dict[str, Any], ChatResult, str]] = []
+    thought = after_calls = False
+    for turn in range(1, state.turns + 1):
+        name = f"{label}-turn-{turn}"
+        answer = yield Raw(_bytes(body), "application/json", name, stream=stream)
+        if not answer.ok:
+            if turn == 1:
+                raise Rejected(answer)
+            state.findings.append(_history_rejected(api, answer, name))
+            break
+        _readable(answer, name)
+        graded = followup(answer, name) if after_calls and followup is not None else []
+        if after_calls:
+            counted.append(({**state.said, "messages": list(mirror)}, answer, name))
+        read = _read(api, answer, name)
+        state.findings += graded + read.findings
+        thought = thought or read.reasoning
+        state.thought, state.called = state.thought or thought, state.called or read.calls
+        # An invalid next call ends the loop: its result would answer nothing.
+        invalid = any(f.code == "followup_call_invalid" for f in graded)
+        if not thought or invalid or not (read.calls or (turn == 1 and not state.loop)):
+            break
+        body = _next(api, body, answer, state.results, used, stream)
+        after_calls = read.calls
+        if count is not None and answer.choice is not None and read.calls:
+            mirror += chat_turns(answer.choice, _outputs(api, body), count.field)
+    if count is not None and counted:
+        found = count.grade(counted)
+        state.uncounted = state.uncounted or (counted[-1][2] if found is None else None)
+        state.findings += found or []
 
 
 def _outputs(api: str, body: Mapping[str, Any]) -> list[str]:
