@@ -49,7 +49,7 @@ from ..protocol.requests import Chat, Count, Exchange
 from ..reference.template import TemplateError
 from .registry import family
 from .support.common import agreement, excerpt, unsupported
-from .support.evidence import NO_PROMPT_TOKENS, Malformed, counted
+from .support.evidence import NO_PROMPT_TOKENS, Malformed, cached_tokens, counted
 from .support.prompt_counts import grade, observe
 from .support.renderings import Conversation, reference
 from .support.subchecks import Rejected, Unsupported
@@ -77,8 +77,7 @@ def _prompt_tokens(
     value = counted(result, name)
     if value is None:
         raise Unsupported(NO_PROMPT_TOKENS)
-    cached = ((result.usage or {}).get("prompt_tokens_details") or {}).get("cached_tokens")
-    return value, cached if isinstance(cached, int) and not isinstance(cached, bool) else None
+    return value, cached_tokens(result)
 
 
 def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None) -> dict[str, Any]:

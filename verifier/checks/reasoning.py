@@ -84,7 +84,7 @@ from .support.common import (
     rejection_findings,
     schema_findings,
 )
-from .support.evidence import NO_PROMPT_TOKENS, evidence_findings, prompt_tokens
+from .support.evidence import NO_PROMPT_TOKENS, cached_tokens, evidence_findings, prompt_tokens
 from .support.prompt_counts import grade, observe
 from .support.renderings import Conversation, Observed, reference
 from .support.subchecks import Graded, Rejected, Undecided, Unsupported, run_checks, status_counts
@@ -1049,11 +1049,10 @@ def api_loop_counts(
         count = prompt_tokens(result)
         if count is None:
             return None
-        cached = ((result.usage or {}).get("prompt_tokens_details") or {}).get("cached_tokens")
         in_terms = dialect.in_model_terms(request)
         rendering = profile.with_template_variables(in_terms.get("chat_template_kwargs") or {})
         conversation = Conversation(in_terms["messages"], in_terms.get("tools"))
-        seen = Observed(count, cached=cached if isinstance(cached, int) else None)
+        seen = Observed(count, cached=cached_tokens(result))
         observed.append((rendering, conversation, seen, name))
     if all(
         abs(seen.count - len(reference(r, c).ids)) <= r.prompt_tokens_tolerance

@@ -37,7 +37,7 @@ from ..protocol.requests import Chat, Exchange
 from ..protocol.tokenize import detokenize_answer, prompt_token_ids
 from .registry import QUICK, family
 from .support.common import excerpt, unsupported
-from .support.evidence import NO_PROMPT_TOKENS, Malformed, counted
+from .support.evidence import NO_PROMPT_TOKENS, Malformed, cached_tokens, counted
 from .support.prompt_counts import double_count_finding
 from .support.renderings import (
     Conversation,
@@ -136,8 +136,7 @@ def _prompt_tokens(
     count = counted(result, name) if result.ok else None
     if count is None:
         return None
-    cached = ((result.usage or {}).get("prompt_tokens_details") or {}).get("cached_tokens")
-    return Observed(count, cached=cached if isinstance(cached, int) else None)
+    return Observed(count, cached=cached_tokens(result))
 
 
 def _by_counts(

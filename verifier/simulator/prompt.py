@@ -49,13 +49,14 @@ from .sight import Eyes, without_images
 OLD_VOCAB_DROPPED = 40_000
 
 
-def _normalise(value: Any) -> Any:
+def normalised(value: Any) -> Any:
+    """`value` with its text NFKC-normalised (a message's content and text parts)."""
     if isinstance(value, str):
         return unicodedata.normalize("NFKC", value)
     if isinstance(value, list):
-        return [_normalise(v) for v in value]
+        return [normalised(v) for v in value]
     if isinstance(value, dict):
-        return {k: _normalise(v) if k in ("content", "text") else v for k, v in value.items()}
+        return {k: normalised(v) if k in ("content", "text") else v for k, v in value.items()}
     return value
 
 
@@ -116,7 +117,7 @@ class PromptPath:
         if self.defects.has(TEMPLATE_DROPS_SYSTEM):
             messages = [m for m in messages if m.get("role") != "system"]
         if self.defects.has(TOKENIZER_NFKC_NORMALISES_INPUT):
-            messages = [_normalise(m) for m in messages]
+            messages = [normalised(m) for m in messages]
         if tools and self.defects.has(TEMPLATE_TOOLS_RENDERED_DIFFERENTLY):
             for tool in tools:
                 tool.get("function", {}).pop("description", None)

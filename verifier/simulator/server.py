@@ -23,7 +23,6 @@ import struct
 import sys
 import threading
 import time
-import unicodedata
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
@@ -101,7 +100,7 @@ from .defects import (
 from .distribution import Perturbation, PromptMemory, prompt_digest
 from .faults import InFlight, choose_fault
 from .pace import Pace, tokens_in
-from .prompt import PromptPath
+from .prompt import PromptPath, normalised
 from .rules import MODEL_ID, Path, ToyPath, respond
 from .validation import Policy, Rejection, request_problem, with_declared_tools
 from .wire_answers import completion_body, one_token_sampled, stream_events
@@ -117,24 +116,6 @@ def _quirks(defects: Defects) -> Quirks:
         creation_omitted=defects.has(MESSAGES_CACHE_CREATION_OMITTED),
         unsealed=defects.has(RESPONSES_ENCRYPTED_CONTENT_EMPTY),
     )
-
-
-def _normalised(message: dict[str, Any]) -> dict[str, Any]:
-    """A user message with its text NFKC-normalised (a lossy gateway's text handling)."""
-    content = message.get("content")
-    if message.get("role") != "user":
-        return message
-    if isinstance(content, str):
-        return {**message, "content": unicodedata.normalize("NFKC", content)}
-    if isinstance(content, list):
-        parts = [
-            {**part, "text": unicodedata.normalize("NFKC", part["text"])}
-            if isinstance(part, dict) and isinstance(part.get("text"), str)
-            else part
-            for part in content
-        ]
-        return {**message, "content": parts}
-    return message
 
 
 def _unreasoned(message: dict[str, Any]) -> dict[str, Any]:
@@ -550,7 +531,12 @@ class Handler(BaseHTTPRequestHandler):
         if dropped is not None and defects.has(dropped):
             request = {**request, "messages": [_unreasoned(m) for m in request["messages"]]}
         if self.api == "messages" and defects.has(MESSAGES_TEXT_NORMALISED):
-            request = {**request, "messages": [_normalised(m) for m in request["messages"]]}
+            request = {
+                **request,
+                "messages": [
+                    normalised(m) if m.get("role") == "user" else m for m in request["messages"]
+                ],
+            }
         if named and self.api == "messages" and defects.has(MESSAGES_NAMED_TOOL_CHOICE_LOST):
             return {**request, "tool_choice": "required"}
         if named and self.api == "responses" and defects.has(RESPONSES_NAMED_TOOL_CHOICE_LOST):

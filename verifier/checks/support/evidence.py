@@ -60,6 +60,16 @@ def prompt_tokens(result: ChatResult) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def cached_tokens(result: ChatResult) -> int | None:
+    """The part of the answer's prompt it says came from the cache, else None.
+
+    Chat's ``cached_tokens``; Messages' ``cache_read_input_tokens``, as its protocol module
+    reads it.
+    """
+    value = ((result.usage or {}).get("prompt_tokens_details") or {}).get("cached_tokens")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 class Malformed(Exception):
     """A 2xx answer a check needs cannot be read or carries no choice; `findings` say how."""
 
