@@ -274,3 +274,33 @@ def test_normalisation_named_by_counts_is_put_to_the_test(kimi: Profile) -> None
 
     assert outcome(normalised) == (["input_normalised"], ["count", "anchor", "nfkc"])
     assert outcome(normalised + 2) == (["token_count_mismatch"], ["count", "anchor", "nfkc"])
+
+
+def test_a_text_over_another_api_without_counts_is_no_pass(kimi: Profile) -> None:
+    """Over Messages the API's own counts are the evidence, whatever tokenizer routes the
+    endpoint offers: an answer without them leaves the case unsupported, never passed."""
+    from verifier.cases.corpus import Case
+    from verifier.checks import tokenizer
+    from verifier.checks.registry import RunContext
+    from verifier.protocol.answers import ChatResult, Choice
+    from verifier.protocol.requests import drive
+    from verifier.protocol.tokenize import TokenizerEndpoints
+
+    choice = Choice(index=0, role="assistant", content="A", finish_reason="length")
+    case = Case("tokenizer", "t", {"text": "Grüße", "category": "cjk"}, "x:1").over("messages")
+    ctx = RunContext(
+        model="m", seed=1, profile=kimi, endpoints=TokenizerEndpoints(tokenize="messages")
+    )
+    sent: list[Any] = []
+
+    def send(request: Any) -> ChatResult:
+        sent.append(request)
+        return ChatResult(stream=False, status=200, choices=[choice], usage={})
+
+    outcome = drive(tokenizer.run(case, ctx), send)
+    assert outcome.status.value == "unsupported"
+    assert outcome.message.endswith(
+        "its counts are the evidence, and the answer has no usage.prompt_tokens"
+    )
+    # Only generation was asked: the chat routes speak for chat completions alone.
+    assert [type(r).__name__ for r in sent] == ["Chat", "Chat"]

@@ -192,7 +192,8 @@ def _run_ids(case: Case, ctx: RunContext, profile: Profile) -> Exchange:
     if endpoints.method == "prompt_tokens" or case.api != "chat":
         found = yield from _by_counts(ctx, profile, text)
         if found is None:
-            return unsupported(f"no tokenizer endpoint, and {NO_PROMPT_TOKENS}", {})
+            why = "no tokenizer endpoint" if case.api == "chat" else "its counts are the evidence"
+            return unsupported(f"{why}, and {NO_PROMPT_TOKENS}", {})
         metrics.update(requests=len(ctx.observed), method="prompt_tokens")
         return Outcome.from_findings(found, metrics=metrics)
     messages = [{"role": "user", "content": text}]
