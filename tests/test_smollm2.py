@@ -40,7 +40,7 @@ from tests.negative_outcomes import assert_recorded, every_case, hand_written
 from tests.parity_servers import NO_CACHE, compare_with, converted, record, rulings
 from tests.server_behaviour import WIRE_DEFECTS, spells_a_special_token
 from tests.test_compare_browser import open_page
-from tests.trimmed import LEFT_OUT, WHOLE, kept_cases, selection
+from tests.trimmed import API_WIRE, LEFT_OUT, WHOLE, kept_cases, selection
 from tests.vllm.server import TEMPLATE, VllmServer
 from verifier.cases.corpus import load_corpus
 from verifier.cases.negative import default_count, negative_cases
@@ -511,16 +511,6 @@ class TestVllm:
         }
 
 
-# vLLM over Messages and Responses: the kept tool-calling cases, every chat-template probe
-# (one token each), three wire cases, one of each kind the other APIs get wrong or right, and
-# wire's bad requests written in each API's own terms.
-API_WIRE = (
-    "shape-plain",
-    "max-tokens-stream",
-    "stop-string",
-    "invalid-messages",
-    "invalid-responses",
-)
 API_RECORDINGS = Path(__file__).parent / "data" / "apis"
 RESPONSES_INVALID = (
     "invalid-responses-content-type",
@@ -537,7 +527,9 @@ RESPONSES_INVALID = (
 def vllm_api_run(
     model: Path, vllm_server: VllmServer, tmp_path_factory: pytest.TempPathFactory
 ) -> VerifierRun:
-    """vLLM through chat, Messages and Responses: each case's twins compared with chat's."""
+    """vLLM through chat, Messages and Responses: each case's twins compared with chat's (the
+    kept tool-calling and structured-output cases, every chat-template probe, one token each,
+    and :data:`~tests.trimmed.API_WIRE`)."""
     out = tmp_path_factory.mktemp("smollm2-vllm-apis") / "out"
     ids = [*KEPT["tool_calling"], *KEPT["structured_output"], "chat_template", *API_WIRE]
     families = "tool_calling,structured_output,chat_template,wire"

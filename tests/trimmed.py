@@ -25,6 +25,15 @@ WHOLE = ("chat_template", "tokenizer", "wire", "reasoning")
 LEFT_OUT = "near_limit"
 # Cases kept from each corpus file of the families that generate.
 PER_FILE = {"tool_calling": 2, "structured_output": 2, "vision": 2}
+# Wire's cases for a real model over Messages and Responses: three, one of each kind the other
+# APIs get wrong or right, and wire's bad requests written in each API's own terms.
+API_WIRE = (
+    "shape-plain",
+    "max-tokens-stream",
+    "stop-string",
+    "invalid-messages",
+    "invalid-responses",
+)
 
 
 def kept_cases() -> dict[str, list[str]]:
