@@ -214,6 +214,21 @@ ROWS: tuple[Row, ...] = (
         reasoning={"encrypted_content_missing"},
     ),
     _row(
+        "messages-redacted-thinking-empty",
+        "an empty redacted block takes nothing back: the turn that answers the call then has "
+        "no reasoning before it, which K2 Thinking's contract requires with thinking on, and "
+        "the vendor's own chat layer refuses it",
+        profile="thinking",
+        verifier=("--api", "chat,messages"),
+        reasoning={"redacted_thinking_data_missing", "thinking_history_rejected"},
+    ),
+    _row(
+        "messages-redacted-thinking-rejected",
+        profile="thinking",
+        verifier=("--api", "chat,messages"),
+        reasoning={"thinking_history_rejected"},
+    ),
+    _row(
         "messages-text-normalised",
         verifier=("--api", "chat,messages"),
         tokenizer={"input_normalised"},

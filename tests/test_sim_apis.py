@@ -29,13 +29,14 @@ from verifier.simulator.api_frontends import (
     chat_request,
     message_object,
     response_object,
+    sealed,
     signature,
 )
 from verifier.simulator.defects import parse_defects
 from verifier.simulator.pace import Pace
 from verifier.simulator.rules import GREETING, MODEL_ID, Reply, ToolCall, ToyPath
 from verifier.simulator.server import SimulatorServer
-from verifier.simulator.validation import request_problem
+from verifier.simulator.validation import Rejection, request_problem
 from verifier.simulator.wire_answers import completion_body, stream_events
 
 Vendor = Callable[..., SimulatorServer]
@@ -729,9 +730,9 @@ def test_a_rich_messages_request_becomes_its_chat_request() -> None:
             {
                 "role": "assistant",
                 "content": [
-                    # Signed as this vendor signs it: it checks what comes back.
+                    # Signed and sealed as this vendor does: it checks what comes back.
                     {"type": "thinking", "thinking": "Hmm.", "signature": signature("Hmm.")},
-                    {"type": "redacted_thinking", "data": "xyz"},
+                    {"type": "redacted_thinking", "data": sealed(" More.")},
                     {"type": "text", "text": "Let me look."},
                     {
                         "type": "tool_use",
@@ -784,7 +785,7 @@ def test_a_rich_messages_request_becomes_its_chat_request() -> None:
             {
                 "role": "assistant",
                 "content": "Let me look.",
-                "reasoning_content": "Hmm.",
+                "reasoning_content": "Hmm. More.",
                 "tool_calls": [
                     {
                         "id": "toolu_1",
@@ -811,6 +812,11 @@ def test_a_rich_messages_request_becomes_its_chat_request() -> None:
         "stream": True,
         "stream_options": {"include_usage": True},
     }
+    # A redacted block this vendor did not seal is refused, naming it.
+    body["messages"][1]["content"][1]["data"] = "xyz"
+    refused = chat_request("messages", body)
+    assert isinstance(refused, Rejection) and refused.status == 400
+    assert refused.message.startswith("messages[1].content[1].data: not the data of")
 
 
 def test_a_rich_responses_request_becomes_its_chat_request() -> None:

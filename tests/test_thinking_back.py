@@ -11,8 +11,9 @@ import pytest
 
 from tests.conftest import VerifierRun
 from verifier.cases.corpus import load_corpus
-from verifier.checks.reasoning import followup_findings
+from verifier.checks.reasoning import answer_findings, followup_findings
 from verifier.checks.registry import RunContext
+from verifier.checks.support.accounting import delivered
 from verifier.checks.support.evidence import Malformed
 from verifier.checks.support.subchecks import Unsupported
 from verifier.checks.support.thinking_back import (
@@ -28,9 +29,11 @@ from verifier.protocol.answers import ChatResult
 from verifier.protocol.messages import accumulate, answer_content, parse_answer
 from verifier.protocol.requests import drive
 from verifier.protocol.responses import output_items
+from verifier.reference.profiles import load_profile
 from verifier.simulator.process import SimulatorProcess
 
 THOUGHT = {"type": "thinking", "thinking": "Look it up.", "signature": "c2ln"}
+REDACTED = {"type": "redacted_thinking", "data": "ZW5jcnlwdGVk"}
 CALL = {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Oslo"}}
 
 
@@ -115,7 +118,67 @@ def test_a_thinking_block_without_a_signature_is_a_finding(signature: Any) -> No
     assert (
         found.code == "thinking_signature_missing" and found.json_path == "$.content[1].signature"
     )
-    assert signature_findings([THOUGHT, {"type": "redacted_thinking", "data": "x"}], "a") == []
+    assert signature_findings([THOUGHT, REDACTED], "a") == []
+
+
+@pytest.mark.parametrize("data", [None, "", 7])
+def test_a_redacted_block_without_its_data_is_a_finding(data: Any) -> None:
+    block = {"type": "redacted_thinking", "data": data}
+    (found,) = signature_findings([CALL, block], "stream-turn-1")
+    assert (found.code, found.json_path, found.actual) == (
+        "redacted_thinking_data_missing",
+        "$.content[1].data",
+        data,
+    )
+
+
+def test_a_redacted_answer_reasoned_though_none_of_it_can_be_read() -> None:
+    """Read whole or streamed, a redacted block marks the answer's reasoning as unreadable:
+    the switch counts it as reasoning, the accounting does not count the answer at all."""
+    whole = parse_answer(200, json.dumps(message(REDACTED, CALL)).encode(), {})
+    start = {
+        "type": "message_start",
+        "message": {**message(), "stop_reason": None, "content": []},
+    }
+    events = [
+        start,
+        {"type": "content_block_start", "index": 0, "content_block": REDACTED},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "content_block_start", "index": 1, "content_block": {**CALL, "input": {}}},
+        {
+            "type": "content_block_delta",
+            "index": 1,
+            "delta": {"type": "input_json_delta", "partial_json": '{"city": "Oslo"}'},
+        },
+        {"type": "content_block_stop", "index": 1},
+        {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {}},
+        {"type": "message_stop"},
+    ]
+    streamed = accumulate([sse(events)], ChatResult(stream=True, status=200))
+    profile = load_profile("kimi-k2-thinking")
+    assert profile.dialect is not None
+    for result in (whole, streamed):
+        assert result.choice is not None and result.choice.redacted
+        assert result.choice.reasoning is None
+        assert answer_content(result) == [REDACTED, CALL]
+        assert answer_findings(result, profile.dialect, thinking=True) == []
+        assert delivered(profile, {"messages": []}, result) is None
+    plain = parse_answer(200, json.dumps(message(THOUGHT, CALL)).encode(), {})
+    assert plain.choice is not None and not plain.choice.redacted
+
+
+def test_redacted_thinking_goes_back_as_it_came_and_its_loop_is_not_counted() -> None:
+    """A redacted block is sent back whole, and must carry its data; what it adds to the next
+    prompt cannot be counted, so a loop with nothing else wrong is unsupported, not a pass."""
+    turns = [(200, message(REDACTED, _call("Oslo", 1))), (200, DONE)]
+    sent: list[dict[str, Any]] = []
+    count = Counting("reasoning_content", lambda turns: pytest.fail("counted"))
+    with pytest.raises(Unsupported, match="redacted thinking block.*non-stream-turn-1"):
+        _roundtrip(turns * 2, LOOP, sent, count=count)
+    assert sent[1]["messages"][1]["content"] == [REDACTED, _call("Oslo", 1)]
+    empty = [(200, message({**REDACTED, "data": ""}, _call("Oslo", 1))), (200, DONE)]
+    assert _roundtrip(empty * 2, LOOP) == ["redacted_thinking_data_missing"] * 2
+    assert _roundtrip(turns * 2) == []
 
 
 def test_the_next_turn_sends_the_blocks_back_and_answers_each_call() -> None:
@@ -285,6 +348,50 @@ def test_the_switch_and_effort_in_each_apis_terms_pass_a_clean_vendor(
     effort = run.outcomes()["reasoning/effort-responses[responses]"]["metrics"]["effort"]
     assert effort["ordered"]["successes"] == 6
     assert run.returncode == 0
+
+
+@pytest.mark.slow
+def test_a_vendor_that_redacts_its_thinking_passes_and_gets_it_back(
+    run_verifier: Callable[..., VerifierRun],
+) -> None:
+    """A clean vendor giving every thinking block redacted (``--redact-thinking``, as the
+    Messages reference may): every family it serves passes over Messages, each redacted block
+    goes back whole and is taken, and the loop, whose follow-ups cannot be counted, is
+    unsupported with that reason. About 15 s."""
+    profile = "kimi-k2-thinking"
+    vendor = SimulatorProcess(["--profile", profile, "--redact-thinking"])
+    try:
+        run = run_verifier(
+            vendor.url,
+            *("--profile", profile, "--api", "chat,messages"),
+            *("--families", "reasoning,tool_calling,wire", "--repeats", "tool_calling=2"),
+        )
+    finally:
+        vendor.stop()
+    outcomes = run.outcomes()
+    assert {o["status"] for o in outcomes.values()} == {"pass", "unsupported"}, run.stdout[-3000:]
+    assert run.returncode == 0
+    assert outcomes["reasoning/signed-thinking-weather[messages]"]["status"] == "pass"
+    assert outcomes["reasoning/thinking-on-messages[messages]"]["status"] == "pass"
+    assert outcomes[f"reasoning/{LOOP}[messages]"]["message"] == (
+        "unsupported: the reasoning came in a redacted thinking block, which cannot be read "
+        "(non-stream-turn-1): whether the reasoning sent back reaches the prompt cannot be seen"
+    )
+    sent = [
+        json.loads(json.loads(line)["request"]["raw"])
+        for line in (run.out / "transcript.jsonl").read_text().splitlines()
+        if '"reasoning/signed-thinking-weather[messages]#' in line
+    ]
+    back = [block for body in sent[1::2] for block in body["messages"][1]["content"]]
+    assert [b["type"] for b in back] == ["redacted_thinking", "tool_use"] * 2
+    assert all(b["data"] for b in back if b["type"] == "redacted_thinking")
+    # Tool calling's answers over Messages reason, redacted: their bills cannot be accounted.
+    accounted = [
+        o["metrics"]["accounting"]
+        for key, o in outcomes.items()
+        if key.startswith("tool_calling/") and key.endswith("[messages]") and o["status"] == "pass"
+    ]
+    assert accounted and all(a["unaccounted"] == a["answers"] for a in accounted)
 
 
 def _call(city: str, number: int) -> dict[str, Any]:

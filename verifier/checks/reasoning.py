@@ -50,7 +50,8 @@ Codes:
   ``history_rejected`` (a follow-up with the model's own reasoning in its history refused),
   the prompt-count codes of :mod:`.support.prompt_counts` (``reasoning_history_dropped``...);
 - ``invalid_history_accepted``, ``invalid_history_5xx``, ``invalid_history_hang``;
-- ``thinking_signature_missing``, ``thinking_history_rejected``.
+- ``thinking_signature_missing``, ``redacted_thinking_data_missing``, ``encrypted_content_missing``,
+  ``thinking_history_rejected``.
 
 An effort test without enough evidence either way is an error (``effort_undecided``), and an
 answer that ran out of ``max_tokens`` inside its reasoning is one too (``reasoning_truncated``):
@@ -209,7 +210,9 @@ def _switch_findings(
     attempt: str | None,
 ) -> list[Finding]:
     """Reasoning where the switch says none, or none where it says some (pure)."""
-    content, reasoning = _text(choice.content), _text(choice.reasoning)
+    content = _text(choice.content)
+    # A redacted block is reasoning, though none of it can be read.
+    reasoning = bool(_text(choice.reasoning)) or choice.redacted
     findings = []
     empty = not reasoning and not content and not choice.tool_calls
     if thinking and not reasoning and not leaked and not (followup and empty):
@@ -277,6 +280,8 @@ def reasoning_token_findings(
     choice = result.choice
     if not isinstance(reported, int) or isinstance(reported, bool) or choice is None:
         return []
+    if choice.redacted:
+        return []  # What the redacted reasoning holds cannot be counted.
     counted = len(tokenizer.encode_ordinary(choice.reasoning)) if choice.reasoning else 0
     low, high = counted - REASONING_SLACK[0] - tolerance, counted + REASONING_SLACK[1] + tolerance
     if low <= reported <= high:

@@ -144,6 +144,12 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="serve chat completions alone: /v1/messages and /v1/responses answer 404",
     )
+    parser.add_argument(
+        "--redact-thinking",
+        action="store_true",
+        help="over /v1/messages, give every thinking block as a redacted_thinking block (its "
+        "thinking sealed in data, taken up again when sent back), as Anthropic's API may",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -204,6 +210,7 @@ def _bind(
             tokenizer_api=args.tokenizer_api,
             vision=not args.no_vision,
             chat_only=args.chat_only,
+            redact_thinking=args.redact_thinking,
             served_model=args.served_model,
             fault_seed=args.fault_seed,
             logit_noise=args.logit_noise,

@@ -53,7 +53,9 @@ class Choice:
     (``finish_reason`` says the same in chat's words, which cannot tell a stop sequence
     from the end of the turn); None over the other APIs. ``blocks`` is a Messages answer's
     content as a client sends it back in its next turn (a stream's built from its events,
-    thinking with its signature); None over the other APIs.
+    thinking with its signature); None over the other APIs. ``redacted``: some of the
+    reasoning came encrypted (a Messages ``redacted_thinking`` block), so what the model
+    reasoned cannot be read or counted; ``reasoning`` holds only what came readable.
     """
 
     index: int
@@ -67,6 +69,7 @@ class Choice:
     stop_reason: Any = None
     stop_sequence: Any = None
     blocks: list[dict[str, Any]] | None = None
+    redacted: bool = False
 
 
 @dataclasses.dataclass(slots=True)

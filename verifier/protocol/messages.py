@@ -443,6 +443,7 @@ def _choice(blocks: list[_Block], stop_reason: Any, stop_sequence: Any = None) -
         finish_reason=finish,
         stop_reason=stop_reason,
         stop_sequence=stop_sequence,
+        redacted=any(block.type == "redacted_thinking" for block in blocks),
     )
 
 

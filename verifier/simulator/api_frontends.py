@@ -78,6 +78,8 @@ _ECHOED: Mapping[str, Any] = {
     "truncation": "disabled",
 }
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+# The stream's open block while a redacted one gathers its thinking.
+_REDACTED = ("redacted_thinking", None)
 
 
 def api_of(route: str) -> str | None:
@@ -295,7 +297,9 @@ def _assistant_turn(content: str | list[Any], where: str, quirks: Quirks) -> dic
             thoughts.append(thought)
         elif kind == "tool_use":
             calls.append(_tool_use_call(block, spot))
-        elif kind != "redacted_thinking":  # Encrypted: nothing the model can read again.
+        elif kind == "redacted_thinking":
+            thoughts += _redacted(_string(block, "data", spot), f"{spot}.data", quirks)
+        else:
             raise _Unreadable(
                 f"{spot}: an assistant turn cannot hold a {kind!r} block", param="messages"
             )
@@ -305,6 +309,26 @@ def _assistant_turn(content: str | list[Any], where: str, quirks: Quirks) -> dic
     if calls:
         message["tool_calls"] = calls
     return message
+
+
+def _redacted(data: str, where: str, quirks: Quirks) -> list[str]:
+    """The thinking a redacted_thinking block sent back seals, as this vendor takes it up.
+
+    Its data must be this vendor's seal; an empty one (``messages-redacted-thinking-empty``
+    gives them) is taken and holds nothing.
+    """
+    if quirks.refuses_thinking or quirks.refuses_redacted:
+        raise _Unreadable(
+            f"{where}: redacted_thinking blocks cannot be sent back", param="messages"
+        )
+    if quirks.redacted_empty and not data:
+        return []
+    thought = unsealed(data)
+    if thought is None:
+        raise _Unreadable(
+            f"{where}: not the data of this vendor's redacted block", param="messages"
+        )
+    return [thought]
 
 
 def _tool_use_call(block: Mapping[str, Any], where: str) -> dict[str, Any]:
@@ -730,9 +754,7 @@ def message_object(
     content: list[dict[str, Any]] = []
     reasoning = _reasoning(message)
     if reasoning:
-        content.append(
-            {"type": "thinking", "thinking": reasoning, "signature": quirks.sign(reasoning)}
-        )
+        content.append(quirks.thinking_block(reasoning))
     text = message.get("content")
     if isinstance(text, str) and text:
         content.append({"type": "text", "text": text})
@@ -821,6 +843,12 @@ class Quirks(NamedTuple):
             (``messages-cache-creation-omitted``, as llama-server 11434's does).
         unsealed: reasoning items asked for their encrypted content come with an empty one
             (``responses-encrypted-content-empty``, as llama-server 11434's do).
+        redacts: every thinking block comes as a redacted_thinking block, its thinking sealed
+            in its data, as the reference gives a block its safety systems flag (the vendor's
+            ``--redact-thinking``; the two defects below imply it).
+        redacted_empty: a redacted block's data is empty (``messages-redacted-thinking-empty``).
+        refuses_redacted: a redacted block sent back is refused
+            (``messages-redacted-thinking-rejected``).
     """
 
     double_counted: bool = False
@@ -828,6 +856,19 @@ class Quirks(NamedTuple):
     refuses_thinking: bool = False
     creation_omitted: bool = False
     unsealed: bool = False
+    redacts: bool = False
+    redacted_empty: bool = False
+    refuses_redacted: bool = False
+
+    def thinking_block(self, thinking: str) -> dict[str, Any]:
+        """The content block an answer's whole thinking comes in."""
+        if self.redacts:
+            return {"type": "redacted_thinking", "data": self.redact(thinking)}
+        return {"type": "thinking", "thinking": thinking, "signature": self.sign(thinking)}
+
+    def redact(self, thinking: str) -> str:
+        """A redacted block's data: opaque to clients, the thinking to this vendor."""
+        return "" if self.redacted_empty else sealed(thinking)
 
     def sign(self, thinking: str) -> str:
         """A thinking block's signature, as these quirks give it."""
@@ -1300,7 +1341,7 @@ class MessagesStream(_Gateway):
         """Start the block `key` names, unless it is the open one."""
         if self.block == key:
             return
-        if self.overlap and self.block is not None:
+        if self.overlap and self.block not in (None, _REDACTED):
             self.unstopped.append(self.index)
             self.block = None
         self._close()
@@ -1312,6 +1353,15 @@ class MessagesStream(_Gateway):
         self._emit("content_block_delta", {"index": self.index, "delta": delta})
 
     def _reasoning(self, text: str) -> None:
+        if self.quirks.redacts:
+            # A redacted block comes whole, its data sealing all its thinking: it begins
+            # when it ends (_close).
+            if self.block != _REDACTED:
+                self._close()
+                self.index += 1
+                self.block = _REDACTED
+            self.thinking.append(text)
+            return
         self._open(("thinking", None), {"type": "thinking", "thinking": "", "signature": ""})
         self.thinking.append(text)
         self._delta({"type": "thinking_delta", "thinking": text})
@@ -1337,7 +1387,12 @@ class MessagesStream(_Gateway):
         """End the open block (a thinking block with its signature)."""
         if self.block is None:
             return
-        if self.block[0] == "thinking":
+        if self.block == _REDACTED:
+            data = self.quirks.redact("".join(self.thinking))
+            block = {"type": "redacted_thinking", "data": data}
+            self._emit("content_block_start", {"index": self.index, "content_block": block})
+            self.thinking = []
+        elif self.block[0] == "thinking":
             signed = self.quirks.sign("".join(self.thinking))
             self._delta({"type": "signature_delta", "signature": signed})
             self.thinking = []

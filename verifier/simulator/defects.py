@@ -217,6 +217,18 @@ RESPONSES_ENCRYPTED_CONTENT_EMPTY = _define(
     "over OpenAI Responses, gives reasoning items an empty encrypted_content when the request "
     "includes it (as llama-server 11434 does)",
 )
+MESSAGES_REDACTED_THINKING_EMPTY = _define(
+    "messages-redacted-thinking-empty",
+    "reasoning",
+    "over Anthropic Messages, gives every thinking block as a redacted_thinking block with "
+    "empty data, and takes such blocks back (the reasoning is lost)",
+)
+MESSAGES_REDACTED_THINKING_REJECTED = _define(
+    "messages-redacted-thinking-rejected",
+    "reasoning",
+    "over Anthropic Messages, gives every thinking block as a redacted_thinking block, and "
+    "refuses a turn that sends one back (a translation that knows no such block)",
+)
 MESSAGES_TEXT_NORMALISED = _define(
     "messages-text-normalised",
     "tokenizer",

@@ -75,6 +75,8 @@ from .defects import (
     MESSAGES_ERRORS_CHAT_SHAPED,
     MESSAGES_MAX_TOKENS_DEFAULTED,
     MESSAGES_NAMED_TOOL_CHOICE_LOST,
+    MESSAGES_REDACTED_THINKING_EMPTY,
+    MESSAGES_REDACTED_THINKING_REJECTED,
     MESSAGES_STOP_SEQUENCE_AS_END_TURN,
     MESSAGES_TEXT_NORMALISED,
     MESSAGES_THINKING_DROPPED,
@@ -106,8 +108,13 @@ from .validation import Policy, Rejection, request_problem, with_declared_tools
 from .wire_answers import completion_body, one_token_sampled, stream_events
 
 
-def _quirks(defects: Defects) -> Quirks:
-    """How the vendor's Messages answers and translation depart from the reference."""
+def _quirks(defects: Defects, redacts: bool) -> Quirks:
+    """How the vendor's Messages answers and translation depart from the reference.
+
+    `redacts`: every thinking block comes redacted (the vendor's ``--redact-thinking``).
+    """
+    empty = defects.has(MESSAGES_REDACTED_THINKING_EMPTY)
+    rejected = defects.has(MESSAGES_REDACTED_THINKING_REJECTED)
     return Quirks(
         double_counted=defects.has(MESSAGES_CACHE_DOUBLE_COUNTED),
         unsigned=defects.has(MESSAGES_THINKING_UNSIGNED),
@@ -115,6 +122,9 @@ def _quirks(defects: Defects) -> Quirks:
         or defects.has(RESPONSES_REASONING_ITEMS_REJECTED),
         creation_omitted=defects.has(MESSAGES_CACHE_CREATION_OMITTED),
         unsealed=defects.has(RESPONSES_ENCRYPTED_CONTENT_EMPTY),
+        redacts=redacts or empty or rejected,
+        redacted_empty=empty,
+        refuses_redacted=rejected,
     )
 
 
@@ -171,6 +181,9 @@ class SimulatorServer(ThreadingHTTPServer):
         pace: the time to first token and between tokens (see :mod:`.pace`).
         chat_only: serve chat completions alone: the Messages and Responses routes answer 404,
             as a vendor that speaks no other API.
+        redact_thinking: over Messages, every thinking block comes as a redacted_thinking
+            block, its thinking sealed in its data and taken up again when sent back, as the
+            reference gives a block its safety systems flag (correct, not a defect).
     """
 
     daemon_threads = True
@@ -192,6 +205,7 @@ class SimulatorServer(ThreadingHTTPServer):
         logit_noise: float = 0.0,
         pace: Pace | None = None,
         chat_only: bool = False,
+        redact_thinking: bool = False,
     ) -> None:
         self.path_model: Path = PromptPath(profile, defects) if profile else ToyPath(defects)
         # Set when the server closes, so that requests held by fault-timeout let go (before
@@ -202,6 +216,7 @@ class SimulatorServer(ThreadingHTTPServer):
         self.latency = latency
         self.api_key = api_key
         self.chat_only = chat_only
+        self.redact_thinking = redact_thinking
         self.profile = profile
         self.tokenizer_api = tokenizer_api if profile else "none"
         self.policy = Policy.of(profile, defects, vision=vision, model=served_model)
@@ -484,7 +499,7 @@ class Handler(BaseHTTPRequestHandler):
         defaulted = api == "messages" and self.server.defects.has(MESSAGES_MAX_TOKENS_DEFAULTED)
         if defaulted and isinstance(native, dict) and "max_tokens" not in native:
             native = {**native, "max_tokens": DEFAULT_MAX_TOKENS}
-        quirks = _quirks(self.server.defects)
+        quirks = _quirks(self.server.defects, self.server.redact_thinking)
         request = (
             native if api is None else chat_request(api, native, counting=counting, quirks=quirks)
         )
@@ -587,7 +602,7 @@ class Handler(BaseHTTPRequestHandler):
         cut_completed = self.api == "responses" and defects.has(RESPONSES_CUT_AS_COMPLETED)
         escaped = self.api is not None and defects.has(TRANSLATED_ARGUMENTS_ESCAPED)
         ended = Ended(reply.stop_sequence, defects.has(MESSAGES_STOP_SEQUENCE_AS_END_TURN))
-        quirks = _quirks(defects)
+        quirks = _quirks(defects, server.redact_thinking)
         if stream:
             events = stream_events(request, reply, number, defects, path, perturbation)
             if cut_completed:

@@ -224,10 +224,10 @@ def _stops(request: Mapping[str, Any]) -> list[str]:
 def delivered(profile: Profile, request: Mapping[str, Any], result: ChatResult) -> Delivered | None:
     """Every choice of `result` rendered as the model generated it and counted (pure).
 
-    None when there is nothing to count: no choice, or a choice with tool calls that the
-    template cannot render or does not write.
+    None when there is nothing to count: no choice, a choice with tool calls that the
+    template cannot render or does not write, or one whose reasoning came redacted.
     """
-    if not result.choices:
+    if not result.choices or any(choice.redacted for choice in result.choices):
         return None
     counted = [_choice_count(profile, request, choice) for choice in result.choices]
     if any(c is None for c in counted):

@@ -9,6 +9,8 @@ next ``input``: its ``reasoning`` items, messages and function calls, then each 
 ``function_call_output``. A gateway that translates these APIs to another
 loses the signature, or cannot take the reasoning back. Codes: ``thinking_signature_missing``
 (a Messages thinking block without a signature, or with an empty one),
+``redacted_thinking_data_missing`` (a Messages ``redacted_thinking`` block, whose thinking the
+API encrypts in its ``data``, without that data, or with an empty one),
 ``encrypted_content_missing`` (a Responses reasoning item without the encrypted content the
 request included, or with an empty one), ``thinking_history_rejected`` (the next turn, with
 the reasoning as it came, refused).
@@ -79,6 +81,18 @@ _SEALED = _Opaque(
     "for the reasoning to be taken up again",
 )
 
+_REDACTED = _Opaque(
+    "redacted_thinking",
+    "redacted thinking block",
+    "data",
+    "redacted_thinking_data_missing",
+    "$.content",
+    "the API encrypts a redacted block's thinking in its data, which a client must send back "
+    "for the reasoning to be taken up again",
+)
+# Why a mode whose answers came redacted has no count of what its reasoning sent back adds.
+UNREADABLE = "the reasoning came in a redacted thinking block, which cannot be read"
+
 
 def _opaque_findings(
     opaque: _Opaque, parts: Sequence[Mapping[str, Any]], attempt: str
@@ -102,8 +116,14 @@ def _opaque_findings(
 
 
 def signature_findings(content: Sequence[Mapping[str, Any]], attempt: str) -> list[Finding]:
-    """A finding for each thinking block of an answer that carries no signature (pure)."""
-    return _opaque_findings(_SIGNATURE, content, attempt)
+    """A finding for each thinking block of an answer without its signature (pure).
+
+    And for each redacted block without its data.
+    """
+    return [
+        *_opaque_findings(_SIGNATURE, content, attempt),
+        *_opaque_findings(_REDACTED, content, attempt),
+    ]
 
 
 def sealed_findings(output: Sequence[Mapping[str, Any]], attempt: str) -> list[Finding]:
@@ -239,17 +259,23 @@ class _Read:
     reasoning: bool
     calls: bool
     findings: list[Finding]
+    redacted: bool = False
 
 
 def _read(api: str, answer: ChatResult, attempt: str) -> _Read:
     """Whether `answer` carries reasoning and calls, and what its reasoning shows by itself.
 
-    Over Messages that is each thinking block's signature.
+    Over Messages that is each thinking block's signature, and each redacted block's data.
     """
     if api == "messages":
         content = answer_content(answer)
         kinds = {block.get("type") for block in content}
-        return _Read("thinking" in kinds, "tool_use" in kinds, signature_findings(content, attempt))
+        return _Read(
+            bool(kinds & {"thinking", "redacted_thinking"}),
+            "tool_use" in kinds,
+            signature_findings(content, attempt),
+            "redacted_thinking" in kinds,
+        )
     output = output_items(answer)
     kinds = {item.get("type") for item in output}
     return _Read("reasoning" in kinds, "function_call" in kinds, sealed_findings(output, attempt))
@@ -334,8 +360,7 @@ def run_thinking_roundtrip(
         raise Unsupported("the model made no call: there was no loop to grade")
     if state.uncounted is not None and not state.findings:
         raise Unsupported(
-            f"{NO_PROMPT_TOKENS} ({state.uncounted}): whether the reasoning sent back reaches "
-            "the prompt cannot be seen"
+            f"{state.uncounted}: whether the reasoning sent back reaches the prompt cannot be seen"
         )
     return state.findings, {"requests": len(ctx.observed)}
 
@@ -378,6 +403,8 @@ def _mode(
     mirror = list(state.messages)
     counted: list[tuple[dict[str, Any], ChatResult, str]] = []
     thought = after_calls = False
+    # The first answer whose reasoning came redacted: no count can say what it added.
+    redacted: str | None = None
     for turn in range(1, state.turns + 1):
         name = f"{label}-turn-{turn}"
         answer = yield Raw(_bytes(body), "application/json", name, stream=stream)
@@ -391,6 +418,7 @@ def _mode(
         if after_calls:
             counted.append(({**state.said, "messages": list(mirror)}, answer, name))
         read = _read(api, answer, name)
+        redacted = redacted or (name if read.redacted else None)
         state.findings += graded + read.findings
         thought = thought or read.reasoning
         state.thought, state.called = state.thought or thought, state.called or read.calls
@@ -402,10 +430,15 @@ def _mode(
         after_calls = read.calls
         if count is not None and answer.choice is not None and read.calls:
             mirror += chat_turns(answer.choice, _outputs(api, body), count.field)
-    if count is not None and counted:
-        found = count.grade(counted)
-        state.uncounted = state.uncounted or (counted[-1][2] if found is None else None)
-        state.findings += found or []
+    if count is None or not counted:
+        return
+    if redacted is not None:
+        state.uncounted = state.uncounted or f"{UNREADABLE} ({redacted})"
+        return
+    found = count.grade(counted)
+    if found is None:
+        state.uncounted = state.uncounted or f"{NO_PROMPT_TOKENS} ({counted[-1][2]})"
+    state.findings += found or []
 
 
 def _outputs(api: str, body: Mapping[str, Any]) -> list[str]:
