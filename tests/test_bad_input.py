@@ -2,8 +2,8 @@
 
 Each command-line case runs the plugin as a user does, against a stand-in endpoint that
 records every request it receives: "before any request" is checked on the server's side.
-Case files cannot be chosen on the command line (the corpus is always the packaged
-``cases/``), so their messages are checked on the loader itself.
+The packaged corpus's case files are checked on the loader itself; a private pack's
+(``--cases DIR``) on the command line too.
 """
 
 from __future__ import annotations
@@ -200,6 +200,42 @@ def _out_read_only(tmp: Path) -> BadInput:
     )
 
 
+def _pack(tmp: Path, files: dict[str, str], name: str = "pack") -> Path:
+    folder = tmp / name
+    for path, text in files.items():
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path).write_text(text)
+    return folder
+
+
+def _pack_bad_line(tmp: Path) -> BadInput:
+    folder = _pack(tmp, {"wire/mine.jsonl": '{"id": "x", "check": \n'})
+    where = re.escape(str(folder / "wire" / "mine.jsonl"))
+    return BadInput(
+        ["--cases", str(folder)],
+        rf"ERROR: --cases {where}:1: not valid JSON: Expecting value \(column 22\)",
+    )
+
+
+def _pack_public_id(tmp: Path) -> BadInput:
+    line = json.dumps(load_corpus(["wire"]).cases[0].data)
+    folder = _pack(tmp, {"wire/mine.jsonl": line + "\n"})
+    where = re.escape(str(folder / "wire" / "mine.jsonl"))
+    return BadInput(
+        ["--cases", str(folder)],
+        rf"ERROR: --cases {where}:1: duplicate case id '[^']+' \(first at .+\.jsonl:1\)",
+    )
+
+
+def _pack_no_family(tmp: Path) -> BadInput:
+    folder = _pack(tmp, {"wizard/mine.jsonl": "{}\n"})
+    return BadInput(
+        ["--cases", str(folder)],
+        rf"ERROR: --cases {re.escape(str(folder))}: 'wizard' is no family \(a pack holds "
+        rf"<family>/\*\.jsonl, as cases/ does; families: {re.escape(', '.join(FAMILY_NAMES))}\)",
+    )
+
+
 CHOICES = re.escape(", ".join(FAMILY_NAMES))
 BAD_INPUT: dict[str, Callable[[Path], BadInput]] = {
     "families-unknown": lambda tmp: BadInput(
@@ -239,6 +275,18 @@ BAD_INPUT: dict[str, Callable[[Path], BadInput]] = {
     "out-is-a-file": _out_is_a_file,
     "out-under-a-file": _out_under_a_file,
     "out-read-only": _out_read_only,
+    "cases-missing": lambda tmp: BadInput(
+        ["--cases", "/nonexistent"],
+        r"ERROR: --cases /nonexistent: no such folder \(a pack holds <family>/\*\.jsonl, as "
+        r"cases/ does\)",
+    ),
+    "cases-only-without-cases": lambda tmp: BadInput(
+        ["--cases-only"],
+        "ERROR: --cases-only needs --cases DIR: it runs those packs' cases alone",
+    ),
+    "cases-bad-line": _pack_bad_line,
+    "cases-public-id": _pack_public_id,
+    "cases-no-family": _pack_no_family,
 }
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -25,6 +26,7 @@ import pytest
 from tests.conftest import REPO, child_env
 from tests.hubcache import commit_of, kimi_files, populate
 from tests.server_process import free_port
+from verifier.cases.corpus import load_corpus
 from verifier.config import DEFAULT_FAMILIES
 from verifier.reference.profiles import builtin_names
 from verifier.simulator.process import SimulatorProcess
@@ -45,6 +47,7 @@ VERIFY = (
     "--transcript verifier-out/transcript.jsonl"
 )
 PROFILES = "verifier profiles"
+PACK = "verifier pack private-v1"
 OVER_APIS = [
     f"pytest --endpoint http://127.0.0.1:8111 --api {api} --families tool_calling,structured_output"
     for api in ("messages", "responses")
@@ -89,7 +92,7 @@ def shell(command: str, cwd: Path, timeout: float = 600) -> subprocess.Completed
 
 
 def test_the_readme_still_shows_these_commands() -> None:
-    for command in (SET_UP + MAIN, DEMO, KEYGEN, SIGNED, VERIFY, COMPARE, PROFILES, HUB):
+    for command in (SET_UP + MAIN, DEMO, KEYGEN, SIGNED, VERIFY, COMPARE, PROFILES, HUB, PACK):
         assert command in README, command
     for command in OVER_APIS:
         assert command in README, command
@@ -268,6 +271,30 @@ def test_profiles_lists_every_builtin_with_its_sources(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     for name in builtin_names():
         assert f"{name}  (contract " in done.stdout
+
+
+def test_pack_prints_what_the_readme_shows(tmp_path: Path) -> None:
+    """The README's pack, written as it describes it, gives the lines it shows (its digest
+    any 64 hex digits)."""
+    shown = README.split(f"$ {PACK}\n", 1)[1].split("```", 1)[0].splitlines()
+    corpus = {c.id: c.data for c in load_corpus(["tool_calling", "structured_output"]).cases}
+    single = [data for key, data in corpus.items() if key.startswith("single-")][:2]
+    schema = next(data for key, data in corpus.items() if key.startswith("basic-"))
+    files = {
+        "tool_calling/mine.jsonl": [{**d, "id": f"mine-{n}"} for n, d in enumerate(single)],
+        "structured_output/json_schema.jsonl": [{**schema, "id": "mine-schema"}],
+    }
+    for name, cases in files.items():
+        path = tmp_path / "private-v1" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(json.dumps(case) + "\n" for case in cases))
+    done = shell(PACK, tmp_path)
+    assert done.returncode == 0, done.stderr
+    printed = done.stdout.splitlines()
+    assert re.fullmatch(
+        re.escape(shown[0]).replace("<64\\ hex\\ digits>", "[0-9a-f]{64}"), printed[0]
+    )
+    assert printed[1:] == shown[1:]
 
 
 def test_the_hub_profile_command_runs_offline_from_the_cache(tmp_path: Path) -> None:

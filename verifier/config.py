@@ -266,6 +266,8 @@ class RunConfig:
     prices: dict[str, float] | None = None
     load: tuple[int, ...] = ()
     apis: tuple[str, ...] | None = None
+    cases: tuple[Path, ...] = ()
+    cases_only: bool = False
 
     @property
     def endpoint_display(self) -> str:

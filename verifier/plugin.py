@@ -32,7 +32,7 @@ from .config import (
     prices,
     repeats,
 )
-from .errors import VerifierError
+from .errors import ConfigError, VerifierError
 
 
 def _option_type(option: str, parse: Callable[[str], Any]) -> Callable[[str], Any]:
@@ -92,6 +92,20 @@ _OPTIONS = (
         "--families",
         metavar="LIST",
         help="comma-separated families to run (default: every family this version has)",
+    ),
+    _option(
+        "--cases",
+        metavar="DIR",
+        action="append",
+        default=[],
+        help="a private pack of cases, laid out as the verifier's cases/ (<family>/*.jsonl), "
+        "run beside the public corpus; repeatable. The scorecard names each pack with its "
+        "case count and digest, not its contents (verifier pack DIR prints the digest)",
+    ),
+    _option(
+        "--cases-only",
+        action="store_true",
+        help="run the --cases packs' cases alone, not the public corpus nor generated cases",
     ),
     _option(
         "--repeats",
@@ -315,6 +329,8 @@ def pytest_configure(config: pytest.Config) -> None:
             prices=config.getoption("price"),
             load=config.getoption("load") or (),
             apis=config.getoption("api"),
+            cases=_cases_option(config.getoption("cases"), config.getoption("cases_only")),
+            cases_only=config.getoption("cases_only"),
         )
         from .run.session import start_session
 
@@ -335,6 +351,17 @@ def _negative_count(value: int | None, families: tuple[str, ...]) -> int:
     from .cases.negative import default_count
 
     return default_count()
+
+
+def _cases_option(folders: list[str], only: bool) -> tuple[Path, ...]:
+    """--cases as paths.
+
+    Raises:
+        ConfigError: --cases-only without a pack to run.
+    """
+    if only and not folders:
+        raise ConfigError("--cases-only needs --cases DIR: it runs those packs' cases alone")
+    return tuple(Path(folder) for folder in folders)
 
 
 def _path_or_none(value: str | None) -> Path | None:

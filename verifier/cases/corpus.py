@@ -58,6 +58,18 @@ class Corpus:
 
     cases: tuple[Case, ...]
     digests: Mapping[str, str]
+    # The private packs among the cases (:func:`~verifier.cases.packs.described`), and whether
+    # the public corpus runs too (not with --cases-only).
+    packs: tuple[Mapping[str, Any], ...] = ()
+    public: bool = True
+
+    def record(self) -> dict[str, Any]:
+        """What the journal and the scorecard say of the corpus: digests, and any packs."""
+        record: dict[str, Any] = {"digest": self.digest, "families": dict(self.digests)}
+        if self.packs:
+            record["packs"] = [dict(pack) for pack in self.packs]
+            record["public"] = self.public
+        return record
 
     @property
     def digest(self) -> str:
@@ -67,7 +79,9 @@ class Corpus:
 
     def extended(self, cases: Iterable[Case], label: str, digest: str) -> Corpus:
         """A corpus with these cases and more, the extra identified in the digests as `label`."""
-        return Corpus(cases=self.cases + tuple(cases), digests={**self.digests, label: digest})
+        return dataclasses.replace(
+            self, cases=self.cases + tuple(cases), digests={**self.digests, label: digest}
+        )
 
     def over_apis(self, apis: Callable[[Case], Iterable[str]]) -> Corpus:
         """The cases over the APIs each is sent through (`apis`, of a case).
@@ -208,13 +222,13 @@ def load_corpus(
         if not folder.is_dir():
             raise CaseDataError(_display(folder), None, "no such case folder")
         schema = (schemas or {}).get(family)
-        validator = None if schema is None else _case_validator(family, schema)
+        validator = None if schema is None else case_validator(family, schema)
         loaded, digests[family] = load_family(folder, family, validator)
         cases.extend(loaded)
     return Corpus(cases=tuple(cases), digests=digests)
 
 
-def _case_validator(family: str, schema: Mapping[str, Any]) -> Validator:
+def case_validator(family: str, schema: Mapping[str, Any]) -> Validator:
     """A validator for a plugin family's case schema (2020-12, formats checked).
 
     Raises:

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from .. import __version__
-from . import compare, defects, demo, keygen, profiles, simulate, verify
+from . import compare, defects, demo, keygen, pack, profiles, simulate, verify
 
 
 class ExitCode(enum.IntEnum):
@@ -28,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (demo, simulate, defects, profiles, keygen, verify, compare):
+    for module in (demo, simulate, defects, profiles, keygen, verify, compare, pack):
         module.add_parser(commands)
     return parser
 

@@ -104,6 +104,12 @@ def summary_lines(card: Mapping[str, Any]) -> list[str]:
     speed = performance_line(card.get("performance"))
     if speed:
         lines.append(speed)
+    corpus = card.get("corpus") or {}
+    for pack in corpus.get("packs") or ():
+        alone = "" if corpus.get("public") else ", without the public corpus"
+        lines.append(
+            f"private pack {pack['name']}: {pack['cases']} cases, sha256 {pack['digest']}{alone}"
+        )
     lines.append(f"overall: {card['verdict'].upper()}")
     return lines
 

@@ -239,6 +239,15 @@ def _provenance(card: Mapping[str, Any]) -> list[str]:
     digests = corpus.get("families") or {}
     if digests:
         lines += [f"  - {escape(k)}: {code(str(v))}" for k, v in sorted(digests.items())]
+    packs = corpus.get("packs") or []
+    if packs:
+        which = "the public corpus and" if corpus.get("public") else "only"
+        lines.append(f"- cases: {which} {len(packs)} private pack(s), contents not recorded")
+        lines += [
+            f"  - {escape(str(pack['name']))}: {pack['cases']} cases, sha256 "
+            f"{code(str(pack['digest']))}"
+            for pack in packs
+        ]
     profile = card.get("profile")
     lines.append(f"- profile: {escape(profile_text(profile))}")
     if profile:

@@ -17,7 +17,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
-from ..cases.corpus import Corpus, load_corpus
+from ..cases.corpus import Corpus, case_validator, load_corpus
+from ..cases.packs import described, load_packs
 from ..checks import FAMILIES
 from ..checks.registry import Contextualise, Probed, RunContext
 from ..config import RunConfig, known_families, load_baseline, prepare_out_dir
@@ -25,7 +26,7 @@ from ..endpoint.client import EndpointClient
 from ..endpoint.load import run_load
 from ..endpoint.probe import Capabilities, probe, probe_reference
 from ..endpoint.transcript import Transcript
-from ..errors import ConfigError, SigningError, VerifierError
+from ..errors import CaseDataError, ConfigError, SigningError, VerifierError
 from ..protocol.tokenize import TokenizerEndpoints
 from ..reference.profiles import NO_PROFILE, Profile, load_profile, profile_for_model
 from ..scorecard.gate import load_thresholds
@@ -35,6 +36,7 @@ from .outdir import OutDir
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from jsonschema.protocols import Validator
 
 WORKER_INPUT_KEY = "verifier"
 
@@ -162,23 +164,64 @@ class _Local:
 
 
 def load_cases(run: RunConfig) -> Corpus:
-    """The run's cases (each family's extra ones included), each checked by its family."""
+    """The run's cases, each checked by its family.
+
+    The public corpus, each family's extra cases, then each ``--cases`` pack's; with
+    ``--cases-only``, the packs' alone.
+
+    Raises:
+        ConfigError: a pack cannot be loaded, a line of it is bad, or one of its cases has
+            the id of another case of its family.
+        CaseDataError: a bad line of the public corpus.
+    """
     own = [FAMILIES[name] for name in run.families]
-    corpus = load_corpus(
-        run.families,
-        folders={f.name: f.cases for f in own if f.cases is not None},
-        schemas={f.name: f.case_schema for f in own if f.case_schema is not None},
-    )
-    for family in own:
-        extra = family.extra_cases(run) if family.extra_cases is not None else None
-        if extra is not None:
-            cases, label, digest = extra
-            corpus = corpus.extended(cases, label, digest)
+    corpus = Corpus((), {}, public=False)
+    if not run.cases_only:
+        corpus = load_corpus(
+            run.families,
+            folders={f.name: f.cases for f in own if f.cases is not None},
+            schemas={f.name: f.case_schema for f in own if f.case_schema is not None},
+        )
+        for family in own:
+            extra = family.extra_cases(run) if family.extra_cases is not None else None
+            if extra is not None:
+                cases, label, digest = extra
+                corpus = corpus.extended(cases, label, digest)
+    corpus = _with_packs(run, corpus)
     for case in corpus.cases:
         check = FAMILIES[case.family].check_case
         if check is not None:
             check(case)
     return corpus
+
+
+def _with_packs(run: RunConfig, corpus: Corpus) -> Corpus:
+    """`corpus` with the run's packs' cases of its families, each pack named in it."""
+    if not run.cases:
+        return corpus
+    try:
+        packs = load_packs(run.cases, FAMILIES.names(), _validator)
+    except (ConfigError, CaseDataError) as exc:
+        raise ConfigError(f"--cases {exc}") from None
+    seen = {case.key: case.source for case in corpus.cases}
+    for pack in packs:
+        cases = pack.cases_of(run.families)
+        for case in cases:
+            if case.key in seen:
+                raise ConfigError(
+                    f"--cases {case.source}: duplicate case id {case.id!r} (first at "
+                    f"{seen[case.key]})"
+                )
+            seen[case.key] = case.source
+        corpus = corpus.extended(cases, f"pack:{pack.name}", pack.digest)
+        corpus = dataclasses.replace(corpus, packs=(*corpus.packs, described(pack, run.families)))
+    return corpus
+
+
+def _validator(family: str) -> Validator | None:
+    """A family's own case validator (a plugin's schema); None for a packaged schema."""
+    schema = FAMILIES[family].case_schema
+    return None if schema is None else case_validator(family, schema)
 
 
 def _local(run: RunConfig, corpus: Corpus, worker: bool) -> _Local:
@@ -381,7 +424,7 @@ def _header(state: RunState) -> dict[str, Any]:
         "verifier_version": __version__,
         "settings": _settings(state),
         "profile": state.grading.record(),
-        "corpus": {"digest": corpus.digest, "families": dict(corpus.digests)},
+        "corpus": corpus.record(),
         "capabilities": state.capabilities.to_dict(),
     }
 
