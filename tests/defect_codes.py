@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from tests.conftest import VerifierRun
-from tests.defect_table import Row
+from tests.defect_table import ROTATION_ENV, ROTATION_SECRET, Row
 from verifier import resources
 from verifier.simulator.process import SimulatorProcess
 
@@ -21,16 +21,21 @@ def check_row(
     `profiles` is the ``defect_profiles`` fixture: the ``--profile`` of each row profile name.
     """
     profile = profiles[row.profile]
+    env = {ROTATION_ENV: ROTATION_SECRET}
     # One vendor per row, stopped at once: dozens of idle vendors would hold memory all session.
-    vendor = SimulatorProcess(["--profile", profile, "--defect", row.defect])
+    vendor = SimulatorProcess(["--profile", profile, "--defect", row.defect, *row.vendor], env)
     # Parity compares with a reference: the same vendor without the defect.
-    reference = SimulatorProcess(["--profile", profile]) if "parity" in row.families else None
+    reference = (
+        SimulatorProcess(["--profile", profile, *row.vendor], env)
+        if "parity" in row.families
+        else None
+    )
     try:
         options = ("--families", ",".join(row.families), "--repeats", "tool_calling=2")
         if reference is not None:
             options += ("--reference-endpoint", reference.url)
         options += row.verifier
-        run = run_verifier(vendor.url, "--profile", profile, *options, timeout=900)
+        run = run_verifier(vendor.url, "--profile", profile, *options, env=env, timeout=900)
     finally:
         vendor.stop()
         if reference is not None:

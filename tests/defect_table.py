@@ -32,6 +32,10 @@ import dataclasses
 
 from verifier.simulator.defects import CATALOGUE
 
+# The environment variable the rotation rows' secret is in (set for both sides by the row runner).
+ROTATION_ENV = "VERIFIER_TEST_ROTATION"
+ROTATION_SECRET = "defect-table-rotation-secret"
+
 FAMILIES = (
     "structured_output",
     "tool_calling",
@@ -59,6 +63,7 @@ class Row:
         why: why a second code or family is right, where there is one.
         families: the families run (all eight but for transport faults; parity compares the
             vendor with itself clean).
+        vendor: options of the vendor beside its defect (both sides of parity get them).
     """
 
     defect: str
@@ -67,6 +72,7 @@ class Row:
     verifier: tuple[str, ...] = ()
     why: str = ""
     families: tuple[str, ...] = FAMILIES
+    vendor: tuple[str, ...] = ()
 
 
 def _row(
@@ -105,6 +111,14 @@ ROWS: tuple[Row, ...] = (
     _row("tool-args-not-json", tool_calling={"invalid_json"}),
     _row("tool-unknown-name", tool_calling={"unknown_tool"}),
     _row("tool-args-violate-schema", tool_calling={"schema_mismatch"}),
+    # Told the secret, the vendor still knows only the published prompts' calls: its twins'
+    # calls are valid but inaccurate, which fails no case; the comparison of twins does.
+    Row(
+        "public-prompts-only",
+        {"tool_calling": frozenset({"public_cases_special_cased"})},
+        verifier=("--rotate", ROTATION_ENV),
+        vendor=("--rotate", ROTATION_ENV),
+    ),
     _row("tool-finish-reason-stop", tool_calling={"finish_reason_mismatch"}),
     _row(
         "tool-nondeterministic-args",

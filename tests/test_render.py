@@ -373,7 +373,8 @@ def recording() -> dict[str, Any]:
 def test_a_recording_is_shown_as_recorded_everywhere_and_never_as_a_pass() -> None:
     card = recording()
     assert list(resources.validator("scorecard").iter_errors(card)) == []
-    (line, overall) = summary_lines(card)
+    (line, cases, overall) = summary_lines(card)
+    assert cases == "cases: published cases only: no --rotate"
     assert line.split()[:3] == ["parity", "RECORDED", "24"]
     assert "nothing compared: not graded, not passed" in line
     assert overall == "overall: RECORDED"

@@ -268,6 +268,7 @@ class RunConfig:
     apis: tuple[str, ...] | None = None
     cases: tuple[Path, ...] = ()
     cases_only: bool = False
+    rotate: str | None = None
 
     @property
     def endpoint_display(self) -> str:

@@ -8,6 +8,7 @@ speed. With it, :mod:`verifier.run.session` takes over the session.
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -108,6 +109,17 @@ _OPTIONS = (
         help="run the --cases packs' cases alone, not the public corpus nor generated cases",
     ),
     _option(
+        "--rotate",
+        metavar="SECRET_ENV",
+        parse=env_var_name,
+        help="environment variable holding a secret (16 characters or more) that derives a "
+        "rotated twin of every case that can vary (tool_calling: other tool and parameter "
+        "names, numbers, words around the prompt, tool order), run interleaved with the public "
+        "cases; a family right more often as published than rotated fails with "
+        "public_cases_special_cased. The scorecard holds a commitment to the secret; the seed "
+        "comes from it unless --seed is given",
+    ),
+    _option(
         "--repeats",
         metavar="K",
         parse=repeats,
@@ -118,8 +130,8 @@ _OPTIONS = (
         "--seed",
         metavar="N",
         parse=non_negative_int,
-        default=DEFAULT_SEED,
-        help=f"seed sent with every request (default: {DEFAULT_SEED})",
+        help=f"seed sent with every request (default: {DEFAULT_SEED}; with --rotate, one the "
+        "secret derives)",
     ),
     _option(
         "--timeout",
@@ -305,7 +317,7 @@ def pytest_configure(config: pytest.Config) -> None:
             api_key_env=config.getoption("api_key_env"),
             families=families,
             repeats=_repeats_option(config.getoption("repeats")),
-            seed=config.getoption("seed"),
+            seed=_seed_option(config.getoption("seed"), config.getoption("rotate")),
             timeout=config.getoption("timeout"),
             max_retries=config.getoption("max_retries"),
             retry_backoff=config.getoption("retry_backoff"),
@@ -331,6 +343,7 @@ def pytest_configure(config: pytest.Config) -> None:
             apis=config.getoption("api"),
             cases=_cases_option(config.getoption("cases"), config.getoption("cases_only")),
             cases_only=config.getoption("cases_only"),
+            rotate=config.getoption("rotate"),
         )
         from .run.session import start_session
 
@@ -362,6 +375,21 @@ def _cases_option(folders: list[str], only: bool) -> tuple[Path, ...]:
     if only and not folders:
         raise ConfigError("--cases-only needs --cases DIR: it runs those packs' cases alone")
     return tuple(Path(folder) for folder in folders)
+
+
+def _seed_option(given: int | None, rotate: str | None) -> int:
+    """--seed; without it, the rotation secret's seed under --rotate, else the default.
+
+    Raises:
+        ConfigError: --rotate names a variable that holds no usable secret.
+    """
+    if given is not None:
+        return given
+    if rotate is None:
+        return DEFAULT_SEED
+    from .cases.rotation import from_environment
+
+    return from_environment(rotate, os.environ).seed
 
 
 def _path_or_none(value: str | None) -> Path | None:

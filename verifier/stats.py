@@ -131,6 +131,18 @@ def quantile_interval(
     return point, low, high
 
 
+def binomial_upper_tail(successes: int, trials: int) -> float:
+    """P(X >= `successes`) for X ~ Binomial(`trials`, 1/2): a one-sided exact sign test.
+
+    Over paired outcomes, the chance that at least `successes` of `trials` discordant pairs
+    fall one way when either way is equally likely. No trial is no evidence: 1.
+    """
+    if not 0 <= successes <= trials:
+        raise ValueError(f"need 0 <= successes <= trials, given {successes} of {trials}")
+    tail = sum(math.comb(trials, k) for k in range(successes, trials + 1))
+    return tail / (1 << trials)
+
+
 def mcnemar_exact(lost: int, gained: int) -> float:
     """The exact (binomial) McNemar test's two-sided p-value over the discordant pairs.
 

@@ -62,19 +62,25 @@ class Corpus:
     # the public corpus runs too (not with --cases-only).
     packs: tuple[Mapping[str, Any], ...] = ()
     public: bool = True
+    # --rotate: the secret's commitment, the families with twins and how many
+    # (:mod:`~verifier.cases.rotation`); None: every case ran as written.
+    rotation: Mapping[str, Any] | None = None
 
     def record(self) -> dict[str, Any]:
-        """What the journal and the scorecard say of the corpus: digests, and any packs."""
+        """What the journal and the scorecard say of the corpus: digests, packs, rotation."""
         record: dict[str, Any] = {"digest": self.digest, "families": dict(self.digests)}
         if self.packs:
             record["packs"] = [dict(pack) for pack in self.packs]
             record["public"] = self.public
+        record["rotation"] = dict(self.rotation) if self.rotation is not None else None
         return record
 
     @property
     def digest(self) -> str:
-        """sha256 over the per-family digests: one value for the whole corpus."""
+        """sha256 over the per-family digests (and a rotation's commitment): the whole corpus."""
         joined = "\n".join(f"{k}={v}" for k, v in sorted(self.digests.items()))
+        if self.rotation is not None:
+            joined += f"\nrotation={self.rotation['commitment']}"
         return hashlib.sha256(joined.encode()).hexdigest()
 
     def extended(self, cases: Iterable[Case], label: str, digest: str) -> Corpus:

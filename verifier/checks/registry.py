@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..cases.corpus import Case
+from ..cases.rotation import Rotator
 from ..config import FAMILY_NAMES
 from ..outcome import CaseRecord, Summarize
 from ..protocol.answers import ChatResult
@@ -94,6 +95,8 @@ class Family:
             bodies and rendered for each by its protocol module.
         case_apis: the APIs one case can be sent through, among `apis`, when that depends on
             the case (a check only chat has words for); None: every case, every one of `apis`.
+        rotate: a case's variant under ``--rotate`` (:mod:`~verifier.cases.rotation`), its
+            expectation derived with it; None: the family's cases do not vary.
     """
 
     name: str
@@ -114,6 +117,7 @@ class Family:
     writes: tuple[str, ...] = ()
     apis: frozenset[str] = frozenset({"chat"})
     case_apis: Callable[[Case], Collection[str]] | None = None
+    rotate: Rotator | None = None
 
 
 class Registry:
@@ -190,6 +194,10 @@ class Registry:
 
         return of
 
+    def rotators(self, names: Iterable[str]) -> dict[str, Rotator]:
+        """Those of `names` whose cases vary under ``--rotate``, with how."""
+        return {name: rotate for name in names if (rotate := self[name].rotate) is not None}
+
     def writes(self) -> tuple[str, ...]:
         """The names of the files every family may write beside the scorecard."""
         return tuple(name for family in self for name in family.writes)
@@ -215,6 +223,7 @@ def family(
     writes: tuple[str, ...] = (),
     apis: Collection[str] = ("chat",),
     case_apis: Callable[[Case], Collection[str]] | None = None,
+    rotate: Rotator | None = None,
 ) -> Callable[[RunFunction], RunFunction]:
     """Register the decorated ``run(case, ctx)`` exchange as the family `name`."""
 
@@ -237,6 +246,7 @@ def family(
                 writes=writes,
                 apis=frozenset(apis),
                 case_apis=case_apis,
+                rotate=rotate,
             )
         )
         return run

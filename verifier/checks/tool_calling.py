@@ -39,6 +39,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..cases.rotation import tool_case
 from ..outcome import CaseRecord, Finding, Outcome, Status
 from ..protocol.answers import ChatResult, Choice, ToolCall
 from ..protocol.apis import API_NAMES
@@ -705,7 +706,7 @@ def _id_format(case: Case, ctx: RunContext) -> Mapping[str, Any] | None:
     return ctx.profile.policies.tool_call_id
 
 
-@family("tool_calling", default_repeats=5, summarize=summarize, apis=API_NAMES)
+@family("tool_calling", default_repeats=5, summarize=summarize, apis=API_NAMES, rotate=tool_case)
 def run(case: Case, ctx: RunContext) -> Exchange:
     """Tool calls: valid, contract-honouring, deterministic, and (where known) accurate."""
     if case.data["category"] == "dynamic":

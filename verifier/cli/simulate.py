@@ -9,6 +9,7 @@ import sys
 import threading
 from types import FrameType
 
+from ..cases.rotation import Rotation, from_environment
 from ..errors import VerifierError
 from ..reference.profiles import Profile, load_profile
 from ..simulator.defects import Defects, parse_defects
@@ -150,6 +151,12 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
         help="over /v1/messages, give every thinking block as a redacted_thinking block (its "
         "thinking sealed in data, taken up again when sent back), as Anthropic's API may",
     )
+    parser.add_argument(
+        "--rotate",
+        metavar="SECRET_ENV",
+        help="know the calls of the rotated twins the secret in this environment variable "
+        "derives (the verifier's --rotate), as a model that generalises would",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -180,7 +187,14 @@ def run(args: argparse.Namespace) -> int:
         except VerifierError as exc:
             sys.stderr.write(f"verifier simulate: error: {exc}\n")
             return 2
-    server = _bind(args, defects, api_key, profile)
+    rotation = None
+    if args.rotate:
+        try:
+            rotation = from_environment(args.rotate, os.environ)
+        except VerifierError as exc:
+            sys.stderr.write(f"verifier simulate: error: {exc}\n")
+            return 2
+    server = _bind(args, defects, api_key, profile, rotation)
     if server is None:
         return 2
     _serve(server, defects, args.fault_seed)
@@ -188,7 +202,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _bind(
-    args: argparse.Namespace, defects: Defects, api_key: str | None, profile: Profile | None
+    args: argparse.Namespace,
+    defects: Defects,
+    api_key: str | None,
+    profile: Profile | None,
+    rotation: Rotation | None,
 ) -> SimulatorServer | None:
     """Pace the answers and bind the server; on a bad option or port, report it, return None."""
     rate = args.tokens_per_second
@@ -211,6 +229,7 @@ def _bind(
             vision=not args.no_vision,
             chat_only=args.chat_only,
             redact_thinking=args.redact_thinking,
+            rotation=rotation,
             served_model=args.served_model,
             fault_seed=args.fault_seed,
             logit_noise=args.logit_noise,

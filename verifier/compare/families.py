@@ -542,6 +542,11 @@ def ruling_text(ruling: Mapping[str, Any]) -> str:
     chat, messages``).
     """
     outcome = "not enough evidence" if ruling["outcome"] == "undecided" else ruling["outcome"]
+    if "twins" in ruling:
+        return (
+            f"{outcome}: {ruling['differing']} of {ruling['pairs']} cases right as published "
+            f"and wrong rotated (one-sided exact McNemar p {ruling['p_value']:.2g})"
+        )
     if "across" in ruling:
         return (
             f"{outcome}: {ruling['differing']} of {ruling['pairs']} twin pairs differ across "

@@ -78,6 +78,25 @@ def profile_text(profile: Mapping[str, Any] | None) -> str:
     )
 
 
+def cases_text(corpus: Mapping[str, Any]) -> str:
+    """Which cases a run sent: as published (a vendor can recognise them), rotated, packs."""
+    rotation = corpus.get("rotation")
+    packs = corpus.get("packs") or ()
+    if rotation:
+        digest = str(rotation.get("commitment", "")).split(":")[-1]
+        said = (
+            f"published cases and {rotation.get('twins')} rotated twins "
+            f"(secret's commitment {short_digest(digest)})"
+        )
+    elif packs and corpus.get("public") is False:
+        said = "private packs only"
+    else:
+        said = "published cases only: no --rotate"
+    if packs and corpus.get("public") is not False:
+        said += f", and {len(packs)} private pack(s)"
+    return said
+
+
 def provenance_cells(card: Mapping[str, Any]) -> list[str]:
     """One scorecard's provenance, in the order of PROVENANCE_COLUMNS."""
     transcript = card.get("transcript", {})
@@ -85,7 +104,8 @@ def provenance_cells(card: Mapping[str, Any]) -> list[str]:
         str(card.get("run", {}).get("id")),
         when_text(card.get("run", {})),
         f"{card.get('verifier', {}).get('name')} {card.get('verifier', {}).get('version')}",
-        short_digest(card.get("corpus", {}).get("digest")),
+        f"{short_digest(card.get('corpus', {}).get('digest'))} "
+        f"({cases_text(card.get('corpus', {}))})",
         settings_text(card.get("settings", {})),
         profile_text(card.get("profile")),
         f"{short_digest(transcript.get('sha256'))} ({transcript.get('records')} records)",

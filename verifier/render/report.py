@@ -9,6 +9,7 @@ from typing import Any
 from ..cases.corpus import Case
 from ..compare.families import ruling_text
 from ..compare.measures import paired_text
+from ..compare.origins import cases_text
 from ..outcome import Finding, Outcome, Status
 from .performance_section import performance_line
 
@@ -110,6 +111,8 @@ def summary_lines(card: Mapping[str, Any]) -> list[str]:
         lines.append(
             f"private pack {pack['name']}: {pack['cases']} cases, sha256 {pack['digest']}{alone}"
         )
+    if corpus:
+        lines.append(f"cases: {cases_text(corpus)}")
     lines.append(f"overall: {card['verdict'].upper()}")
     return lines
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..compare.families import VIEWS, generic
 from ..compare.measures import STATUSES, family_measure, interval_text
-from ..compare.origins import profile_text, settings_text, timestamp, when_text
+from ..compare.origins import cases_text, profile_text, settings_text, timestamp, when_text
 from ..compare.tables import Row, State
 from ..compare.views import family_order
 from .gate_text import accuracy_text, actual_text
@@ -239,6 +239,7 @@ def _provenance(card: Mapping[str, Any]) -> list[str]:
     digests = corpus.get("families") or {}
     if digests:
         lines += [f"  - {escape(k)}: {code(str(v))}" for k, v in sorted(digests.items())]
+    lines.append(f"- cases sent: {escape(cases_text(corpus))}")
     packs = corpus.get("packs") or []
     if packs:
         which = "the public corpus and" if corpus.get("public") else "only"

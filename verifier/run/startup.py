@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .. import __version__
 from ..cases.corpus import Corpus, case_validator, load_corpus
 from ..cases.packs import described, load_packs
+from ..cases.rotation import from_environment, is_twin
 from ..checks import FAMILIES
 from ..checks.registry import Contextualise, Probed, RunContext
 from ..config import RunConfig, known_families, load_baseline, prepare_out_dir
@@ -188,6 +189,7 @@ def load_cases(run: RunConfig) -> Corpus:
                 cases, label, digest = extra
                 corpus = corpus.extended(cases, label, digest)
     corpus = _with_packs(run, corpus)
+    corpus = _rotated(run, corpus)
     for case in corpus.cases:
         check = FAMILIES[case.family].check_case
         if check is not None:
@@ -216,6 +218,21 @@ def _with_packs(run: RunConfig, corpus: Corpus) -> Corpus:
         corpus = corpus.extended(cases, f"pack:{pack.name}", pack.digest)
         corpus = dataclasses.replace(corpus, packs=(*corpus.packs, described(pack, run.families)))
     return corpus
+
+
+def _rotated(run: RunConfig, corpus: Corpus) -> Corpus:
+    """`corpus` with each case's rotated twin beside it under --rotate (the order shuffled)."""
+    if run.rotate is None:
+        return corpus
+    rotation = from_environment(run.rotate, os.environ)
+    cases = rotation.interleaved(corpus.cases, FAMILIES.rotators(run.families))
+    twins = [case for case in cases if is_twin(case.id)]
+    record = {
+        "commitment": rotation.commitment,
+        "families": sorted({case.family for case in twins}),
+        "twins": len(twins),
+    }
+    return dataclasses.replace(corpus, cases=tuple(cases), rotation=record)
 
 
 def _validator(family: str) -> Validator | None:

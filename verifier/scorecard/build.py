@@ -17,6 +17,7 @@ from ..outcome import CaseRecord, Summarize
 from ..protocol.apis import API_NAMES
 from ..stats import wilson_interval
 from .gate import evaluate
+from .rotated import comparison as rotation_comparison
 
 SCHEMA_VERSION = 1
 # Above this share of transport errors among attempted cases a family is inconclusive.
@@ -135,6 +136,11 @@ def summarize_family(
         metrics["accounting"] = accounting
     if summarize is not None:
         metrics.update(summarize(records, baseline))
+    rotated = rotation_comparison(records)
+    if rotated:
+        metrics["rotation"] = rotated["rotation"]
+        if rotated["rulings"]:
+            metrics["rulings"] = [*(metrics.get("rulings") or ()), *rotated["rulings"]]
     rulings = metrics.pop("rulings", None)
     family_verdict = verdict(counts)
     if family_verdict == "unsupported" and metrics.get("recorded"):

@@ -325,9 +325,9 @@ def _family_gate(
     rulings = family.get("rulings")
     # A family that decides over all its cases together (a sequential test) stops once it has
     # decided: its rulings, not a count of cases, say whether it saw enough (an undecided one
-    # makes the family inconclusive, missed above). Rulings across APIs compare the cases'
-    # twins, and say nothing of how many were graded.
-    sequential = [r for r in rulings or () if "across" not in r]
+    # makes the family inconclusive, missed above). Rulings across APIs, or against rotated
+    # twins, compare the cases' twins, and say nothing of how many were graded.
+    sequential = [r for r in rulings or () if "across" not in r and "twins" not in r]
     if not sequential and graded < limits.get("min_graded", 0):
         miss("min_graded", limits["min_graded"], graded)
     if "min_score" in limits and (family["score"] is None or family["score"] < limits["min_score"]):

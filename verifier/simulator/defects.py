@@ -109,6 +109,13 @@ TOOL_ARGS_NOT_JSON = _define(
 TOOL_UNKNOWN_NAME = _define(
     "tool-unknown-name", "tool_calling", "calls a tool by a name that was not offered"
 )
+PUBLIC_PROMPTS_ONLY = _define(
+    "public-prompts-only",
+    "tool_calling",
+    "makes the right calls only for the published cases' exact prompts: told a rotation's "
+    "secret (--rotate), it still knows none of the twins' calls, as a vendor that recognises "
+    "the verifier's prompts and serves everything else a cheaper model",
+)
 TOOL_ARGS_VIOLATE_SCHEMA = _define(
     "tool-args-violate-schema",
     "tool_calling",

@@ -3,7 +3,9 @@
 The simulated vendor is a test double, not a language model. For a prompt of
 the packaged tool-calling corpus it answers with the case's own expected calls
 (the first acceptable value of each argument), which is what a perfect model
-would do; for any other prompt it has no natural call. Contract cases (the
+would do; for any other prompt it has no natural call. A vendor told a rotation's secret
+(``verifier simulate --rotate``) knows the rotated twins' calls too, as a model that
+generalises would: the test double cannot generalise, so it is told. Contract cases (the
 ``tool_choice`` category) reuse the prompts of other cases, so their natural
 answer is the sibling's: that is what makes an ignored ``tool_choice`` visible. The reasoning
 corpus's agent loops state the calls a perfect model makes in order: the model makes the
@@ -18,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..cases.corpus import load_corpus
+from ..cases.rotation import Rotation, tool_case
 
 
 def request_key(messages: Sequence[Any], tools: Sequence[Mapping[str, Any]]) -> str:
@@ -33,22 +36,31 @@ def canonical_call(expected: Mapping[str, Any]) -> dict[str, Any]:
 
 
 @functools.cache
-def natural_calls_table() -> dict[str, list[dict[str, Any]]]:
-    """Natural calls by :func:`request_key`, from the cases that state them."""
+def natural_calls_table(rotation: Rotation | None = None) -> dict[str, list[dict[str, Any]]]:
+    """Natural calls by :func:`request_key`, from the cases that state them.
+
+    With a `rotation`, its twins' too (each case's first: a twin's key is its own).
+    """
     table: dict[str, list[dict[str, Any]]] = {}
     for case in load_corpus(["tool_calling"]).cases:
-        data = case.data
-        if "expected" not in data or data.get("tool_choice") == "none":
-            continue
-        key = request_key(data["messages"], data["tools"])
-        table.setdefault(key, [canonical_call(call) for call in data["expected"]["calls"]])
+        twin = rotation.twin(case, tool_case) if rotation is not None else None
+        for data in (case.data, twin.data if twin is not None else None):
+            if data is None or "expected" not in data or data.get("tool_choice") == "none":
+                continue
+            key = request_key(data["messages"], data["tools"])
+            table.setdefault(key, [canonical_call(call) for call in data["expected"]["calls"]])
     return table
 
 
-def natural_calls(request: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The calls the simulated model would make for `request` if it were free to choose."""
+def natural_calls(
+    request: Mapping[str, Any], rotation: Rotation | None = None
+) -> list[dict[str, Any]]:
+    """The calls the simulated model would make for `request` if it were free to choose.
+
+    It knows the published cases' prompts, and a `rotation`'s twins' when told one.
+    """
     key = request_key(request.get("messages", []), request.get("tools") or [])
-    return [dict(call) for call in natural_calls_table().get(key, [])]
+    return [dict(call) for call in natural_calls_table(rotation).get(key, [])]
 
 
 def _last_user_text(messages: Sequence[Any]) -> str | None:

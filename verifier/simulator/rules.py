@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from jsonschema import Draft202012Validator
 
+from ..cases.rotation import Rotation
 from ..reference.dialect import Dialect
 from .conform import MISSING, conform
 from .defects import (
@@ -30,6 +31,7 @@ from .defects import (
     JSON_IN_MARKDOWN_FENCE,
     MAX_TOKENS_NOT_HONOURED,
     PARALLEL_TOOL_CALLS_IGNORED,
+    PUBLIC_PROMPTS_ONLY,
     REASONING_DROPPED,
     RESPONSE_FORMAT_IGNORED_WHEN_THINKING,
     SEED_IGNORED,
@@ -281,12 +283,21 @@ def _forced_call(name: str, parameters: Any) -> dict[str, Any]:
     return {"name": name, "arguments": conform(MISSING, parameters)}
 
 
-def choose_calls(request: dict[str, Any], defects: Defects) -> list[dict[str, Any]]:
-    """The calls to make, honouring tool_choice and parallel_tool_calls (unless a defect says)."""
+def choose_calls(
+    request: dict[str, Any], defects: Defects, rotation: Rotation | None = None
+) -> list[dict[str, Any]]:
+    """The calls to make, honouring tool_choice and parallel_tool_calls (unless a defect says).
+
+    The model knows the natural calls of the published prompts, and of `rotation`'s twins
+    when told it (unless it special-cases the published prompts).
+    """
     tools = _tools_of(request)
     if not tools:
         return []
-    natural = [c for c in natural_calls(request) or planned_calls(request) if c["name"] in tools]
+    known = None if defects.has(PUBLIC_PROMPTS_ONLY) else rotation
+    natural = [
+        c for c in natural_calls(request, known) or planned_calls(request) if c["name"] in tools
+    ]
     choice = request.get("tool_choice", "auto")
     if choice == "none":
         if not defects.has(TOOL_CHOICE_NONE_IGNORED):
@@ -364,15 +375,19 @@ def _earlier_calls(request: dict[str, Any]) -> int:
 
 
 def tool_calls_for(
-    request: dict[str, Any], defects: Defects, number: int, named_ids: bool = False
+    request: dict[str, Any],
+    defects: Defects,
+    number: int,
+    named_ids: bool = False,
+    rotation: Rotation | None = None,
 ) -> tuple[list[ToolCall], list[ToolCall] | None]:
     """The calls as sent, with tool defects applied; and the streamed version when it differs.
 
     With `named_ids` the ids are Kimi's ``functions.NAME:IDX`` (IDX counts the conversation's
-    calls), else OpenAI-style ``call_`` ids.
+    calls), else OpenAI-style ``call_`` ids. `rotation`: see :func:`choose_calls`.
     """
     tools = _tools_of(request)
-    calls = choose_calls(request, defects)
+    calls = choose_calls(request, defects, rotation)
     named_ids = named_ids and not defects.has(TOOL_CALL_ID_FORMAT)
     earlier = _earlier_calls(request) if named_ids else 0
     sent: list[ToolCall] = []
@@ -423,11 +438,18 @@ def _apply_stop(text: str, stop: Any, defects: Defects) -> tuple[str, str | None
 
 
 def respond(
-    request: dict[str, Any], defects: Defects, number: int = 0, path: Path | None = None
+    request: dict[str, Any],
+    defects: Defects,
+    number: int = 0,
+    path: Path | None = None,
+    rotation: Rotation | None = None,
 ) -> Reply:
-    """The model's reply to a (valid) chat-completions request (`number` orders the requests)."""
+    """The model's reply to a (valid) chat-completions request (`number` orders the requests).
+
+    `rotation`: the secret rotation whose twins the model knows too (``--rotate``).
+    """
     path = path or ToyPath(defects)
-    calls, streamed = tool_calls_for(request, defects, number, path.named_call_ids)
+    calls, streamed = tool_calls_for(request, defects, number, path.named_call_ids, rotation)
     last = (request.get("messages") or [{}])[-1]
     if (
         defects.has(FOLLOWUP_CALLS_UNKNOWN_TOOL)

@@ -27,6 +27,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..cases.rotation import Rotation
 from ..reference.dialect import FIELDS as REASONING_FIELDS
 from ..reference.profiles import Profile
 from ..reference.tokenizer_backends import encode_all_special
@@ -184,6 +185,8 @@ class SimulatorServer(ThreadingHTTPServer):
         redact_thinking: over Messages, every thinking block comes as a redacted_thinking
             block, its thinking sealed in its data and taken up again when sent back, as the
             reference gives a block its safety systems flag (correct, not a defect).
+        rotation: a secret rotation whose twins the model knows the calls of, as it knows
+            the published cases' (a model generalises; the test double must be told).
     """
 
     daemon_threads = True
@@ -206,6 +209,7 @@ class SimulatorServer(ThreadingHTTPServer):
         pace: Pace | None = None,
         chat_only: bool = False,
         redact_thinking: bool = False,
+        rotation: Rotation | None = None,
     ) -> None:
         self.path_model: Path = PromptPath(profile, defects) if profile else ToyPath(defects)
         # Set when the server closes, so that requests held by fault-timeout let go (before
@@ -217,6 +221,7 @@ class SimulatorServer(ThreadingHTTPServer):
         self.api_key = api_key
         self.chat_only = chat_only
         self.redact_thinking = redact_thinking
+        self.rotation = rotation
         self.profile = profile
         self.tokenizer_api = tokenizer_api if profile else "none"
         self.policy = Policy.of(profile, defects, vision=vision, model=served_model)
@@ -597,7 +602,7 @@ class Handler(BaseHTTPRequestHandler):
         path = server.path_model
         perturbation = server.perturbation(request, number)
         reply = one_token_sampled(
-            request, respond(request, defects, number, path), number, perturbation
+            request, respond(request, defects, number, path, server.rotation), number, perturbation
         )
         cut_completed = self.api == "responses" and defects.has(RESPONSES_CUT_AS_COMPLETED)
         escaped = self.api is not None and defects.has(TRANSLATED_ARGUMENTS_ESCAPED)

@@ -1,0 +1,269 @@
+"""Secret rotations: twins derived exactly, differing wherever they can; the paired comparison."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import math
+import re
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from verifier import resources
+from verifier.cases.corpus import Case, load_corpus
+from verifier.cases.rotation import (
+    MIN_SECRET,
+    NAMES_ELSEWHERE,
+    SUFFIX,
+    Rotation,
+    from_environment,
+    is_twin,
+    tool_case,
+)
+from verifier.errors import ConfigError
+from verifier.outcome import CaseRecord, Outcome, Status
+from verifier.scorecard.build import summarize_family
+from verifier.scorecard.rotated import ALPHA, CODE, comparison
+from verifier.stats import binomial_upper_tail
+
+SECRET = "unit-test-rotation-secret"
+ROTATION = Rotation(SECRET.encode(), "ROTATION_SECRET")
+CASES = load_corpus(["tool_calling"]).cases
+VALIDATOR = resources.validator("tool_calling.case")
+
+
+def twin(case: Case, rotation: Rotation = ROTATION) -> dict[str, Any]:
+    made = rotation.twin(case, tool_case)
+    assert made is not None
+    assert made.id == case.id + SUFFIX and is_twin(made.id)
+    return dict(made.data)
+
+
+def names(data: Any) -> list[str]:
+    return [tool["function"]["name"] for tool in data["tools"]]
+
+
+def names_of(tool: Any) -> str:
+    return str(tool["function"]["name"])
+
+
+def origin(case: Case, renamed: Any) -> str:
+    """The name a twin's tool had in its case (its name, in either letter case, before a tag)."""
+    stem = names_of(renamed).rsplit("_", 1)[0]
+    for tool in case.data["tools"]:
+        head, *rest = names_of(tool).split("_")
+        if stem in (names_of(tool), head + "".join(p[:1].upper() + p[1:] for p in rest)):
+            return names_of(tool)
+    raise AssertionError(f"{names_of(renamed)} has no origin in {case.id}")
+
+
+def last_user(data: Any) -> str:
+    return [m for m in data["messages"] if m["role"] == "user"][-1]["content"]
+
+
+def test_the_same_secret_gives_the_same_twins_and_another_secret_others() -> None:
+    again = Rotation(SECRET.encode(), "ANOTHER_NAME")
+    other = Rotation(b"another-rotation-secret", "ROTATION_SECRET")
+    assert [twin(c) for c in CASES] == [twin(c, again) for c in CASES]
+    differ = sum(twin(c) != twin(c, other) for c in CASES)
+    assert differ == len(CASES)
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.text(min_size=MIN_SECRET, max_size=40))
+def test_every_twin_is_a_case_whose_expectations_name_its_own_tools(secret: str) -> None:
+    rotation = Rotation(secret.encode(), "S")
+    for case in CASES:
+        data = twin(case, rotation)
+        assert list(VALIDATOR.iter_errors(data)) == [], case.id
+        offered = set(names(data))
+        assert len(offered) == len(data["tools"])
+        for call in data.get("expected", {}).get("calls", []):
+            assert call["name"] in offered
+            schema = next(
+                t["function"]["parameters"]
+                for t in data["tools"]
+                if t["function"]["name"] == call["name"]
+            )
+            assert set(call["arguments"]) <= set(schema.get("properties", {})), case.id
+        choice = data.get("tool_choice")
+        if isinstance(choice, dict):
+            assert choice["function"]["name"] in offered
+        for message in data["messages"]:
+            for made in message.get("tool_calls") or ():
+                assert made["function"]["name"] in offered
+
+
+def test_twins_differ_from_their_cases_wherever_they_can() -> None:
+    for case in CASES:
+        data = twin(case)
+        old = names(case.data)
+        assert set(names(data)).isdisjoint(old), case.id
+        assert last_user(data) != last_user(case.data), case.id
+        for after in data["tools"]:
+            before = next(t for t in case.data["tools"] if names_of(t) == origin(case, after))
+            keys = before["function"]["parameters"].get("properties", {})
+            renamed = after["function"]["parameters"].get("properties", {})
+            if keys and not NAMES_ELSEWHERE & set(before["function"]["parameters"]):
+                assert set(keys).isdisjoint(renamed), case.id
+        # Descriptions that named a tool name it anew.
+        text = json.dumps(data["tools"])
+        assert not any(re.search(rf"\b{re.escape(name)}\b", text) for name in old), case.id
+    multi = [c for c in CASES if len(c.data["tools"]) > 2]
+    reordered = [c for c in multi if [origin(c, t) for t in twin(c)["tools"]] != names(c.data)]
+    assert len(reordered) > len(multi) // 2
+
+
+def test_a_number_the_prompt_states_moves_with_the_expected_argument() -> None:
+    case = next(c for c in CASES if c.id == "single-currency-eur-jpy")
+    data = twin(case)
+    (before,) = re.findall(r"\d+", last_user(case.data))
+    (after,) = re.findall(r"\d+", last_user(data))
+    assert int(after) in range(int(before) + 1, int(before) + 4)
+    (call,) = data["expected"]["calls"]
+    assert [int(after)] in call["arguments"].values()
+
+
+def test_a_number_an_earlier_turn_states_too_stays() -> None:
+    moved = 0
+    for case in CASES:
+        data = twin(case)
+        if re.findall(r"\d+", last_user(case.data)) != re.findall(r"\d+", last_user(data)):
+            moved += 1
+            rest = json.dumps(case.data["messages"][:-1])
+            for number in set(re.findall(r"\d+", last_user(case.data))):
+                if f" {number}" in rest:
+                    assert number in last_user(data), case.id
+    assert moved >= 10
+
+
+def test_an_earlier_call_keeps_its_arguments_under_the_new_names() -> None:
+    case = next(c for c in CASES if c.id == "multi_turn-city-id-then-weather")
+    data = twin(case)
+    (call,) = data["messages"][1]["tool_calls"]
+    search = next(t for t in data["tools"] if t["function"]["name"] == call["function"]["name"])
+    (key,) = search["function"]["parameters"]["properties"]
+    assert json.loads(call["function"]["arguments"]) == {key: "Porto"}
+
+
+def test_the_commitment_is_an_hmac_of_the_secret_and_holds_no_secret() -> None:
+    expected = hmac.new(
+        SECRET.encode(), b"llm-endpoint-verifier rotation commitment v1", hashlib.sha256
+    ).hexdigest()
+    assert ROTATION.commitment == f"hmac-sha256:{expected}"
+    assert SECRET not in ROTATION.commitment and SECRET not in repr(ROTATION)
+    assert Rotation(b"another-rotation-secret").commitment != ROTATION.commitment
+
+
+def test_the_seed_comes_from_the_secret() -> None:
+    seeds = {Rotation(f"seed-secret-number-{n}".encode()).seed for n in range(20)}
+    assert len(seeds) == 20 and all(0 <= s < 2**31 for s in seeds)
+    assert ROTATION.seed == Rotation(SECRET.encode()).seed
+
+
+@pytest.mark.parametrize(
+    ("environ", "said"),
+    [
+        ({}, "--rotate ROTATION_SECRET: the environment variable ROTATION_SECRET is not set"),
+        ({"ROTATION_SECRET": ""}, "is not set"),
+        ({"ROTATION_SECRET": "short"}, "the secret is 5 characters; use at least 16"),
+    ],
+)
+def test_a_secret_must_be_set_and_long_enough(environ: dict[str, str], said: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(said)):
+        from_environment("ROTATION_SECRET", environ)
+
+
+def test_cases_and_twins_are_interleaved_each_once_in_the_secrets_order() -> None:
+    mixed = ROTATION.interleaved(CASES, {"tool_calling": tool_case})
+    ids = [c.id for c in mixed]
+    assert sorted(ids) == sorted([c.id for c in CASES] + [c.id + SUFFIX for c in CASES])
+    where = {case_id: n for n, case_id in enumerate(ids)}
+    assert all(abs(where[c.id] - where[c.id + SUFFIX]) == 1 for c in CASES)
+    assert ids[: len(CASES)] != [c.id for c in CASES]
+    assert [c.id for c in ROTATION.interleaved(CASES, {})] != [c.id for c in CASES]
+
+
+# The paired comparison.
+
+
+def record(case_id: str, right: bool | None, api: str = "chat") -> CaseRecord:
+    """A graded record: right, wrong (inaccurate), or None for unsupported."""
+    key = case_id if api == "chat" else f"{case_id}[{api}]"
+    if right is None:
+        outcome = Outcome(Status.UNSUPPORTED, code="x")
+    else:
+        outcome = Outcome(Status.PASS, metrics={"accurate": right})
+    return CaseRecord(f"tool_calling/{key}", "tool_calling", outcome, api)
+
+
+def pairs(public: list[bool | None], rotated: list[bool | None]) -> list[CaseRecord]:
+    return [record(f"c{n}", p) for n, p in enumerate(public)] + [
+        record(f"c{n}{SUFFIX}", r) for n, r in enumerate(rotated)
+    ]
+
+
+def test_no_twin_no_comparison() -> None:
+    assert comparison([record("c1", True), record("c2", False)]) == {}
+
+
+@pytest.mark.parametrize(("lost", "special"), [(6, False), (7, True), (20, True)])
+def test_right_only_as_published_beyond_the_false_alarm_rate_is_special_casing(
+    lost: int, special: bool
+) -> None:
+    found = comparison(pairs([True] * (lost + 3), [False] * lost + [True] * 3))
+    (ruling,) = found["rulings"]
+    assert (ruling["code"], ruling["verdict"]) == ((CODE, "fail") if special else (None, "pass"))
+    assert found["rotation"]["p_value"] == pytest.approx(0.5**lost)
+    assert (found["rotation"]["lost"], found["rotation"]["gained"]) == (lost, 0)
+    assert [d["twin"] for d in found["rotation"]["differing"]] == [
+        f"c{n}{SUFFIX}" for n in sorted(range(lost), key=str)
+    ]
+
+
+def test_as_often_wrong_either_way_is_alike() -> None:
+    found = comparison(pairs([True] * 10 + [False] * 10, [False] * 10 + [True] * 10))
+    (ruling,) = found["rulings"]
+    assert ruling["verdict"] == "pass" and ruling["outcome"] == "alike"
+    assert found["rotation"]["public"]["rate"] == found["rotation"]["rotated"]["rate"] == 0.5
+
+
+def test_pairs_not_graded_on_both_sides_decide_nothing() -> None:
+    found = comparison(pairs([True] * 8 + [None], [None] * 8 + [False]))
+    assert found["rotation"]["pairs"] == 0 and found["rulings"] == []
+
+
+def test_twins_pair_over_their_own_api() -> None:
+    records = [
+        record("c1", True, "messages"),
+        record(f"c1{SUFFIX}", False, "messages"),
+        record(f"c1{SUFFIX}", True),
+        record("c1", True),
+    ]
+    found = comparison(records)
+    assert (found["rotation"]["pairs"], found["rotation"]["lost"]) == (2, 1)
+    (differs,) = found["rotation"]["differing"]
+    assert differs["api"] == "messages" and differs["twin"] == f"c1{SUFFIX}[messages]"
+
+
+def test_the_ruling_fails_the_family_and_names_its_code() -> None:
+    entry = summarize_family(pairs([True] * 12, [False] * 12))
+    assert entry["verdict"] == "fail" and entry["codes"] == {CODE: 1}
+    assert entry["counts"]["fail"] == 0
+    assert entry["rulings"][0]["twins"] == "rotated"
+
+
+@given(st.integers(0, 60), st.integers(0, 60))
+def test_the_one_sided_tail_is_the_binomial_sum(successes: int, extra: int) -> None:
+    trials = successes + extra
+    tail = binomial_upper_tail(successes, trials)
+    exact = sum(math.comb(trials, k) for k in range(successes, trials + 1)) / 2**trials
+    assert tail == pytest.approx(exact)
+    assert binomial_upper_tail(0, trials) == 1.0
+    if successes:
+        assert tail <= binomial_upper_tail(successes - 1, trials)
+    assert ALPHA == 0.01
