@@ -284,6 +284,11 @@ BAD_INPUT: dict[str, Callable[[Path], BadInput]] = {
         ["--cases-only"],
         "ERROR: --cases-only needs --cases DIR: it runs those packs' cases alone",
     ),
+    "rotate-unset": lambda tmp: BadInput(
+        ["--rotate", "VERIFIER_UNSET_ROTATION"],
+        "ERROR: --rotate VERIFIER_UNSET_ROTATION: the environment variable "
+        "VERIFIER_UNSET_ROTATION is not set",
+    ),
     "cases-bad-line": _pack_bad_line,
     "cases-public-id": _pack_public_id,
     "cases-no-family": _pack_no_family,
