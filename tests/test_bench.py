@@ -232,3 +232,10 @@ def test_floor() -> None:
     assert 0 < tools["span_ratio"] and tools["delayed_requests"] > 0
     assert bad["cases"] == 3 and bad["clean_s_per_case"] > 0
     assert 0 < bad["failing_without_shrink_s_per_case"] <= bad["failing_s_per_case"]
+
+
+def test_rotation() -> None:
+    record = bench("rotation", "--secrets", "1", "--trials", "20")
+    assert record["clean"] == {"secrets": 1, "family_runs": 2, "alarms": 0}
+    assert len(record["rule"]) == 12
+    assert all(0 <= row["fired"] <= 1 and row["trials"] == 20 for row in record["rule"])

@@ -20,10 +20,15 @@ from verifier.cases.rotation import (
     NAMES_ELSEWHERE,
     SUFFIX,
     Rotation,
+    chat_case,
     from_environment,
     is_twin,
+    structured_case,
+    tokenizer_case,
     tool_case,
+    vision_case,
 )
+from verifier.checks.structured_output import check_case as check_structured
 from verifier.errors import ConfigError
 from verifier.outcome import CaseRecord, Outcome, Status
 from verifier.scorecard.build import summarize_family
@@ -186,6 +191,159 @@ def test_cases_and_twins_are_interleaved_each_once_in_the_secrets_order() -> Non
     assert all(abs(where[c.id] - where[c.id + SUFFIX]) == 1 for c in CASES)
     assert ids[: len(CASES)] != [c.id for c in CASES]
     assert [c.id for c in ROTATION.interleaved(CASES, {})] != [c.id for c in CASES]
+
+
+STRUCTURED = load_corpus(["structured_output"]).cases
+STRUCTURED_VALIDATOR = resources.validator("structured_output.case")
+
+
+def spelled(data: Any) -> Any:
+    """The JSON the last user message spells out (the answer it asks for), or None."""
+    text = last_user(data)
+    decoder = json.JSONDecoder()
+    for match in re.finditer(r"[{\[]", text):
+        try:
+            return decoder.raw_decode(text, match.start())[0]
+        except json.JSONDecodeError:
+            continue
+    return None
+
+
+def keys_of(value: Any) -> set[str]:
+    if isinstance(value, dict):
+        return set(value) | {k for v in value.values() for k in keys_of(v)}
+    if isinstance(value, list):
+        return {k for v in value for k in keys_of(v)}
+    return set()
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.text(min_size=MIN_SECRET, max_size=40))
+def test_every_structured_twin_is_a_valid_case(secret: str) -> None:
+    rotation = Rotation(secret.encode(), "S")
+    for case in STRUCTURED:
+        made = rotation.twin(case, structured_case)
+        assert made is not None
+        assert list(STRUCTURED_VALIDATOR.iter_errors(made.data)) == [], case.id
+        check_structured(made)
+
+
+def test_structured_twins_rename_the_schema_and_the_json_the_prompt_asks_for() -> None:
+    renamed = 0
+    for case in STRUCTURED:
+        data = twin_of(case)
+        assert last_user(data) != last_user(case.data), case.id
+        before, after = case.data["response_format"], data["response_format"]
+        if case.data.get("kind") == "malformed":
+            assert after == before, case.id
+            continue
+        if before["type"] == "json_object":
+            assert keys_of(spelled(data)).isdisjoint(keys_of(spelled(case.data))), case.id
+            continue
+        assert after["json_schema"]["name"] != before["json_schema"]["name"]
+        schema = before["json_schema"]["schema"]
+        if schema.get("properties") and not NAMES_ELSEWHERE & set(schema):
+            renamed += 1
+            new = after["json_schema"]["schema"]
+            assert set(new["properties"]).isdisjoint(schema["properties"]), case.id
+            assert set(new.get("required", ())) <= set(new["properties"]), case.id
+            # The prompt's JSON asks for the same answer in the new names.
+            asked = set(spelled(data)) if isinstance(spelled(data), dict) else set()
+            before_asked = (
+                set(spelled(case.data)) if isinstance(spelled(case.data), dict) else set()
+            )
+            assert len(asked & set(new["properties"])) == len(
+                before_asked & set(schema["properties"])
+            ), case.id
+    assert renamed >= 80
+
+
+def test_a_vendor_that_answers_what_the_prompt_spells_out_is_right_on_both() -> None:
+    from jsonschema import Draft202012Validator
+
+    for case in STRUCTURED:
+        data = twin_of(case)
+        if case.data.get("kind") == "malformed" or data["response_format"]["type"] != "json_schema":
+            continue
+        ours = Draft202012Validator(case.data["response_format"]["json_schema"]["schema"])
+        theirs = Draft202012Validator(data["response_format"]["json_schema"]["schema"])
+        # A case whose spelled-out answer is valid has a twin whose spelled-out answer is.
+        if ours.is_valid(spelled(case.data)):
+            assert theirs.is_valid(spelled(data)), case.id
+
+
+def twin_of(case: Case) -> dict[str, Any]:
+    made = ROTATION.twin(case, structured_case)
+    assert made is not None
+    return dict(made.data)
+
+
+@pytest.mark.parametrize(
+    ("family", "rotate"),
+    [("chat_template", chat_case), ("vision", vision_case), ("tokenizer", tokenizer_case)],
+)
+def test_the_other_rotated_families_give_valid_cases(family: str, rotate: Any) -> None:
+    validator = resources.validator(f"{family}.case")
+    for secret in ("first-rotation-secret", "second-rotation-secret"):
+        rotation = Rotation(secret.encode())
+        for case in load_corpus([family]).cases:
+            made = rotation.twin(case, rotate)
+            if made is not None:
+                assert list(validator.iter_errors(made.data)) == [], case.id
+                assert made.data != case.data, case.id
+
+
+def test_chat_template_twins_reword_every_user_turn_alike_and_rename_tools() -> None:
+    for case in load_corpus(["chat_template"]).cases:
+        made = ROTATION.twin(case, chat_case)
+        assert made is not None
+        data = made.data
+        for conversation, before in [
+            (data, case.data),
+            (data.get("baseline"), case.data.get("baseline")),
+        ]:
+            if conversation is None:
+                continue
+            for ours, theirs in zip(before["messages"], conversation["messages"], strict=True):
+                if ours["role"] == "user":
+                    assert theirs["content"] != ours["content"], case.id
+            old = {t["function"]["name"] for t in before.get("tools") or ()}
+            assert old.isdisjoint(t["function"]["name"] for t in conversation.get("tools") or ())
+            calls = [c for m in conversation["messages"] for c in m.get("tool_calls") or ()]
+            assert old.isdisjoint(c["function"]["name"] for c in calls), case.id
+
+
+def test_vision_twins_draw_other_colours_and_digits_and_expect_them() -> None:
+    varied = 0
+    for case in load_corpus(["vision"]).cases:
+        made = ROTATION.twin(case, vision_case)
+        if "expect" not in case.data:
+            assert made is None
+            continue
+        assert made is not None
+        varied += 1
+        images, expect = made.data["images"], made.data["expect"]
+        for before, after, words in zip(case.data["images"], images, expect, strict=True):
+            if "color" in before:
+                assert after["color"] != before["color"] and words == [after["color"]]
+            if "digit" in before:
+                assert after["digit"] != before["digit"] and words[0] == str(after["digit"])
+        # Images alike stay alike, those that differed still differ.
+        key = [json.dumps(i, sort_keys=True) for i in case.data["images"]]
+        new = [json.dumps(i, sort_keys=True) for i in images]
+        assert [a == b for a in key for b in key] == [a == b for a in new for b in new]
+    assert varied >= 25
+
+
+def test_tokenizer_twins_draw_digits_anew_in_runs_as_long() -> None:
+    for case in load_corpus(["tokenizer"]).cases:
+        made = ROTATION.twin(case, tokenizer_case)
+        text = case.data["text"]
+        if not re.search(r"[1-9]", text):
+            continue
+        assert made is not None, case.id
+        new = made.data["text"]
+        assert re.sub(r"[0-9]", "0", new) == re.sub(r"[0-9]", "0", text) and new != text
 
 
 # The paired comparison.

@@ -22,17 +22,20 @@ pytestmark = pytest.mark.slow
 
 ENV = "VERIFIER_E2E_ROTATION"
 SECRETS = [f"clean-vendor-rotation-secret-{n:02d}" for n in range(10)]
-TOOL_CASES = 174
+# Every case of the two families varies.
+TWINS = {"tool_calling": 174, "structured_output": 119}
+# The families whose cases vary (wire, reasoning and parity run as published).
+ROTATED = ("tool_calling", "structured_output", "chat_template", "tokenizer", "vision")
 
 
 @pytest.mark.parametrize("secret", SECRETS)
-def test_a_clean_vendor_passes_tool_calling_with_ten_secrets(
+def test_a_clean_vendor_passes_the_rotated_families_with_ten_secrets(
     secret: str, run_verifier: Callable[..., VerifierRun]
 ) -> None:
     env = {ENV: secret}
     vendor = SimulatorProcess(["--rotate", ENV], env)
     try:
-        options = ("--families", "tool_calling", "--repeats", "tool_calling=1")
+        options = ("--families", ",".join(TWINS), "--repeats", "tool_calling=1")
         run = run_verifier(vendor.url, *options, "--rotate", ENV, "--concurrency", "8", env=env)
     finally:
         vendor.stop()
@@ -40,20 +43,22 @@ def test_a_clean_vendor_passes_tool_calling_with_ten_secrets(
     rotation = Rotation(secret.encode())
     assert card["corpus"]["rotation"] == {
         "commitment": rotation.commitment,
-        "families": ["tool_calling"],
-        "twins": TOOL_CASES,
+        "families": sorted(TWINS),
+        "twins": sum(TWINS.values()),
     }
     assert secret not in json.dumps(card)
     assert card["settings"]["seed"] == rotation.seed
-    family = card["families"]["tool_calling"]
-    assert (family["verdict"], family["codes"], run.returncode) == ("pass", {}, 0), run.stdout
-    compared = family["metrics"]["rotation"]
-    # Every pair graded on both sides, over the three APIs; none right on one side only.
-    assert (compared["lost"], compared["gained"], compared["differing"]) == (0, 0, [])
-    assert compared["pairs"] == family["counts"]["pass"] // 2
-    assert compared["public"]["rate"] == compared["rotated"]["rate"] == 1.0
-    # The twins are graded exactly: each accurate, as its case is.
-    accuracy = family["metrics"]["accuracy"]["cases"]
+    assert run.returncode == 0, run.stdout[-3000:]
+    for name in TWINS:
+        family = card["families"][name]
+        assert (family["verdict"], family["codes"]) == ("pass", {}), name
+        compared = family["metrics"]["rotation"]
+        # Every pair graded on both sides, over the three APIs; none right on one side only.
+        assert (compared["lost"], compared["gained"], compared["differing"]) == (0, 0, [])
+        assert compared["pairs"] == family["counts"]["pass"] // 2
+        assert compared["public"]["rate"] == compared["rotated"]["rate"] == 1.0
+    # The tool-calling twins are graded exactly: each accurate, as its case is.
+    accuracy = card["families"]["tool_calling"]["metrics"]["accuracy"]["cases"]
     twins = {case: outcome for case, outcome in accuracy.items() if SUFFIX in case}
     assert len(twins) == len(accuracy) // 2 and all(o["accurate"] for o in twins.values())
 
@@ -67,9 +72,20 @@ def test_every_family_passes_a_clean_vendor_with_rotate(
         run = run_verifier(vendor.url, "--profile", "kimi-k2-thinking", "--rotate", ENV, env=env)
     finally:
         vendor.stop()
-    verdicts = {name: family["verdict"] for name, family in run.scorecard["families"].items()}
+    card = run.scorecard
+    verdicts = {name: family["verdict"] for name, family in card["families"].items()}
     assert verdicts == dict.fromkeys(set(DEFAULT_FAMILIES) - {"parity"}, "pass"), run.stdout
     assert run.returncode == 0
+    assert card["corpus"]["rotation"]["families"] == sorted(ROTATED)
+    for name, family in card["families"].items():
+        rulings = [r for r in family.get("rulings") or () if r.get("twins") == "rotated"]
+        if name in ROTATED:
+            (ruling,) = rulings
+            compared = family["metrics"]["rotation"]
+            assert ruling["outcome"] == "alike" and ruling["pairs"] > 0, name
+            assert (compared["lost"], compared["gained"]) == (0, 0), name
+        else:
+            assert rulings == [] and "rotation" not in family["metrics"], name
     requests = [
         json.loads(line)["request"]
         for line in (run.out / "transcript.jsonl").read_text().splitlines()

@@ -67,7 +67,7 @@ class Rotation:
     def twin(self, case: Case, rotate: Rotator) -> Case | None:
         """The case's rotated twin, or None when nothing in it can vary."""
         data = rotate(case.data, self.random(case.family, case.id))
-        if data is None:
+        if data is None or data == case.data:
             return None
         return dataclasses.replace(
             case, id=f"{case.id}{SUFFIX}", data=data, source=f"{case.source} (rotated)"
@@ -210,11 +210,11 @@ def _rename_value(value: Any, node: _Node) -> Any:
     return value
 
 
-def _tool_names(tools: Iterable[Mapping[str, Any]], rng: random.Random) -> dict[str, str]:
+def _tool_names(names: Iterable[str], rng: random.Random) -> dict[str, str]:
     """New names for a case's tools, distinct, each unlike its old one."""
     camel = rng.random() < 0.5
     suffix = rng.choice(_TOOL_SUFFIXES)
-    names = [tool["function"]["name"] for tool in tools]
+    names = list(dict.fromkeys(names))
     new = {name: f"{_camel(name) if camel else name}_{suffix}"[:64] for name in names}
     if len(set(new.values())) < len(new):
         new = {name: f"{name}_{suffix}"[:64] for name in names}
@@ -226,11 +226,15 @@ def _last_user(messages: list[dict[str, Any]]) -> int | None:
     return found[-1] if found and isinstance(messages[found[-1]].get("content"), str) else None
 
 
+def _wording(rng: random.Random) -> tuple[str, str]:
+    """Other words to put around a prompt: an opening, a closing, not both empty."""
+    opening, closing = rng.choice(_OPENINGS), rng.choice(_CLOSINGS)
+    return opening, closing if opening or closing else _CLOSINGS[1]
+
+
 def _reworded(text: str, rng: random.Random) -> str:
     """The text with other words around it (never the same text)."""
-    opening, closing = rng.choice(_OPENINGS), rng.choice(_CLOSINGS)
-    if not opening and not closing:
-        closing = _CLOSINGS[1]
+    opening, closing = _wording(rng)
     return f"{opening}{text}{closing}"
 
 
@@ -296,7 +300,9 @@ def tool_case(data: Mapping[str, Any], rng: random.Random) -> dict[str, Any]:
     """
     twin: dict[str, Any] = json.loads(json.dumps(data))
     names = _Names(
-        _tool_names(twin["tools"], rng), rng.choice(_QUALIFIERS), camel=rng.random() < 0.5
+        _tool_names([t["function"]["name"] for t in twin["tools"]], rng),
+        rng.choice(_QUALIFIERS),
+        camel=rng.random() < 0.5,
     )
     index = _last_user(twin["messages"])
     if index is not None:
@@ -346,6 +352,8 @@ def _rename_history(message: dict[str, Any], names: _Names, nodes: Mapping[str, 
             continue
         old = function["name"]
         function["name"] = names.tools[old]
+        if isinstance(call.get("id"), str):
+            call["id"] = _id_renamed(call["id"], old, names.tools[old])
         try:
             arguments = json.loads(function.get("arguments", ""))
         except (TypeError, json.JSONDecodeError):
@@ -355,6 +363,14 @@ def _rename_history(message: dict[str, Any], names: _Names, nodes: Mapping[str, 
         )
     if message.get("role") == "tool" and message.get("name") in names.tools:
         message["name"] = names.tools[message["name"]]
+    if message.get("role") == "tool" and isinstance(message.get("tool_call_id"), str):
+        for old, new in names.tools.items():
+            message["tool_call_id"] = _id_renamed(message["tool_call_id"], old, new)
+
+
+def _id_renamed(call_id: str, old: str, new: str) -> str:
+    """A call id that names its function (Kimi's ``functions.NAME:IDX``) naming it anew."""
+    return re.sub(rf"^functions\.{re.escape(old)}:", f"functions.{new}:", call_id)
 
 
 def _renamed_descriptions(schema: Any, tools: Mapping[str, str]) -> None:
@@ -370,3 +386,218 @@ def _renamed_descriptions(schema: Any, tools: Mapping[str, str]) -> None:
     elif isinstance(schema, list):
         for item in schema:
             _renamed_descriptions(item, tools)
+
+
+def structured_case(data: Mapping[str, Any], rng: random.Random) -> dict[str, Any]:
+    """A structured-output case's twin: property names renamed, enums reordered, reworded.
+
+    A JSON Schema's property names change (in schemas that name properties only in
+    ``properties`` and ``required``), with the JSON the prompt spells out, so the answer it
+    asks for is the same answer in the new names; a json_object case's spelled-out keys change
+    alike. Enumerations come in another order, the schema has another name, and the last user
+    message gets other words around it. A malformed format stays as written: its fault is the
+    case.
+    """
+    twin: dict[str, Any] = json.loads(json.dumps(data))
+    names = _Names({}, rng.choice(_QUALIFIERS), camel=rng.random() < 0.5)
+    index = _last_user(twin["messages"])
+    response_format = twin["response_format"]
+    spec = response_format.get("json_schema")
+    malformed = twin.get("kind") == "malformed"
+    spelled = _spelled_json(twin["messages"][index]["content"]) if index is not None else None
+    node: _Node | None = None
+    if not malformed and response_format.get("type") == "json_schema" and isinstance(spec, dict):
+        schema, node = _rename_schema(spec.get("schema"), names)
+        if spelled is not None and spelled[2] is None:
+            # The prompt's JSON could not follow the new names: the schema keeps its own.
+            schema, node = spec.get("schema"), None
+        spec["schema"] = _shuffled_enums(schema, rng)
+        spec["name"] = f"{spec['name']}_{rng.choice(_TOOL_SUFFIXES)}"[:64]
+    elif not malformed and spelled is not None and isinstance(spelled[2], dict):
+        node = _value_node(spelled[2], names)
+    if index is not None:
+        text = twin["messages"][index]["content"]
+        if spelled is not None and node is not None and spelled[2] is not None:
+            start, end, value = spelled
+            renamed = json.dumps(_rename_value(value, node), ensure_ascii=False)
+            before = _prose_renamed(text[:start], node)
+            text = before + renamed + _prose_renamed(text[end:], node)
+        twin["messages"][index]["content"] = _reworded(text, rng)
+    return twin
+
+
+def _value_node(value: Any, names: _Names) -> _Node:
+    """The renaming of every key of a JSON value (a list's objects share one)."""
+    if isinstance(value, dict):
+        return _Node({key: (names.key(key), _value_node(v, names)) for key, v in value.items()})
+    if isinstance(value, list):
+        merged: _Tree = {}
+        for item in value:
+            merged.update(_value_node(item, names).properties or {})
+        return _Node(items=_Node(merged))
+    return _Node()
+
+
+def _prose_renamed(text: str, node: _Node) -> str:
+    """Prose that names a property by its identifier (``deleted_at``), naming it anew.
+
+    Only names with an underscore: a plain word (``city``) in prose is a word, not the key.
+    """
+    for old, (new, _) in (node.properties or {}).items():
+        if "_" in old:
+            text = re.sub(rf"\b{re.escape(old)}\b", new, text)
+    return text
+
+
+def _spelled_json(text: str) -> tuple[int, int, Any] | None:
+    """Where the prompt spells out its JSON, the answer it asks for, and its value.
+
+    The value is None where the text is not as json.dumps writes it: it cannot be rewritten
+    in place.
+    """
+    decoder = json.JSONDecoder()
+    for match in re.finditer(r"[{\[]", text):
+        try:
+            value, end = decoder.raw_decode(text, match.start())
+        except json.JSONDecodeError:
+            continue
+        same = json.dumps(value, ensure_ascii=False) == text[match.start() : end]
+        return match.start(), end, value if same else None
+    return None
+
+
+def _shuffled_enums(schema: Any, rng: random.Random) -> Any:
+    """The schema with each enumeration's values in another order."""
+    if isinstance(schema, dict):
+        out = {key: _shuffled_enums(value, rng) for key, value in schema.items()}
+        if isinstance(schema.get("enum"), list) and len(schema["enum"]) > 1:
+            values = list(schema["enum"])
+            rng.shuffle(values)
+            out["enum"] = values
+        return out
+    if isinstance(schema, list):
+        return [_shuffled_enums(item, rng) for item in schema]
+    return schema
+
+
+def chat_case(data: Mapping[str, Any], rng: random.Random) -> dict[str, Any]:
+    """A chat-template probe's twin: other words around every user turn, tools renamed.
+
+    The same words go around every user turn of the probe and of its baseline, so a relative
+    probe still differs from its baseline by what it probes; tools and the calls in the
+    history (with ids that name their function) get other names, parameters too. The count
+    expected is the profile's rendering of the twin, as for any probe.
+    """
+    twin: dict[str, Any] = json.loads(json.dumps(data))
+    opening, closing = _wording(rng)
+    conversations = [twin, *([twin["baseline"]] if "baseline" in twin else [])]
+    offered = [
+        tool["function"]["name"]
+        for conversation in conversations
+        for tool in conversation.get("tools") or ()
+        if isinstance(tool.get("function"), dict) and "name" in tool["function"]
+    ]
+    called = [
+        call["function"]["name"]
+        for conversation in conversations
+        for message in conversation["messages"]
+        for call in message.get("tool_calls") or ()
+        if isinstance(call, dict) and isinstance(call.get("function"), dict)
+    ]
+    names = _Names(
+        _tool_names([*offered, *called], rng), rng.choice(_QUALIFIERS), camel=rng.random() < 0.5
+    )
+    for conversation in conversations:
+        nodes: dict[str, _Node] = {}
+        for tool in conversation.get("tools") or ():
+            function = tool.get("function")
+            if not isinstance(function, dict) or "name" not in function:
+                continue
+            old = function["name"]
+            function["parameters"], nodes[old] = _rename_schema(function.get("parameters"), names)
+            function["name"] = names.tools[old]
+            _renamed_descriptions(function, names.tools)
+        for message in conversation["messages"]:
+            if message.get("role") == "user":
+                message["content"] = _around(message.get("content"), opening, closing)
+            _rename_history(message, names, nodes)
+    return twin
+
+
+def _around(content: Any, opening: str, closing: str) -> Any:
+    """A message's content with words around it: a text, or its first and last text parts."""
+    if isinstance(content, str):
+        return f"{opening}{content}{closing}"
+    if not isinstance(content, list):
+        return content
+    texts = [i for i, part in enumerate(content) if isinstance(part, dict) and "text" in part]
+    if texts:
+        first, last = texts[0], texts[-1]
+        content[first] = {**content[first], "text": opening + content[first]["text"]}
+        content[last] = {**content[last], "text": content[last]["text"] + closing}
+    return content
+
+
+# A digit's words, as the vision family's expectations spell them.
+_DIGITS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+
+
+def vision_case(data: Mapping[str, Any], rng: random.Random) -> dict[str, Any] | None:
+    """A vision semantic case's twin: other colours and digits drawn, expectations with them.
+
+    Colours are exchanged among the colours the corpus draws, digits among the ten, each by
+    one permutation for the case, so images that were alike stay alike and those that
+    differed still differ; the question gets other words around it. Only the cases that
+    expect an answer vary (semantic, stale cache, transport): the others' answers are not
+    graded.
+    """
+    if "expect" not in data:
+        return None
+    twin: dict[str, Any] = json.loads(json.dumps(data))
+    palette = sorted({image["color"] for image in twin["images"] if "color" in image} | _COLOURS)
+    colours = dict(zip(palette, _deranged(palette, rng), strict=True))
+    digits = dict(zip(range(10), _deranged(list(range(10)), rng), strict=True))
+    for position, image in enumerate(twin["images"]):
+        if "color" in image:
+            image["color"] = colours[image["color"]]
+            twin["expect"][position] = [image["color"]]
+        if "digit" in image:
+            image["digit"] = digits[image["digit"]]
+            twin["expect"][position] = [str(image["digit"]), _DIGITS[image["digit"]]]
+    twin["question"] = _reworded(twin["question"], rng)
+    return twin
+
+
+# The colours the vision corpus draws (each one a word the expectations use).
+_COLOURS = frozenset({"red", "green", "blue", "yellow", "purple", "orange"})
+
+
+def _deranged(values: list[Any], rng: random.Random) -> list[Any]:
+    """`values` in an order where none keeps its place."""
+    while True:
+        shuffled = list(values)
+        rng.shuffle(shuffled)
+        if all(a != b for a, b in zip(values, shuffled, strict=True)):
+            return shuffled
+
+
+def tokenizer_case(data: Mapping[str, Any], rng: random.Random) -> dict[str, Any] | None:
+    """A tokenizer text's twin: its ASCII digits drawn anew, each run as long as it was.
+
+    A run keeps its length and a leading zero (the pre-tokeniser splits digits by position
+    and length, so the twin tests what the case tests); the expected ids are the profile's
+    for the twin's text, as for any case. A text without a digit does not vary: its
+    characters are what it tests.
+    """
+    text = data["text"]
+
+    def drawn(match: re.Match[str]) -> str:
+        run = match.group()
+        first = "0" if run[0] == "0" else rng.choice("123456789")
+        return first + "".join(rng.choice("0123456789") for _ in run[1:])
+
+    for _ in range(8):
+        new = re.sub(r"[0-9]+", drawn, text)
+        if new != text:
+            return {**json.loads(json.dumps(data)), "text": new}
+    return None

@@ -42,6 +42,7 @@ from collections import Counter
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..cases.rotation import chat_case
 from ..outcome import CaseRecord, Finding, Outcome
 from ..protocol.answers import ChatResult
 from ..protocol.apis import API_NAMES, UNSERVED
@@ -200,6 +201,7 @@ def _counts(
     cost=cost,
     needs=lambda run: ("tokenizer_endpoints",),
     apis=API_NAMES,
+    rotate=chat_case,
 )
 def run(case: Case, ctx: RunContext) -> Exchange:
     """usage.prompt_tokens against the reference, absolute and by differences; the rendering."""

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from jsonschema import Draft202012Validator
 from jsonschema import exceptions as jsonschema_exceptions
 
+from ..cases.rotation import structured_case
 from ..errors import CaseDataError, EndpointTimeout
 from ..outcome import CaseRecord, Finding, Outcome, Status
 from ..protocol.answers import ChatResult
@@ -328,6 +329,7 @@ def needs(run: RunConfig) -> set[str]:
     extra_cases=extra_cases,
     apis=API_NAMES,
     needs=needs,
+    rotate=structured_case,
 )
 def run(case: Case, ctx: RunContext) -> Exchange:
     """JSON Schema-constrained output: parsed strictly and validated with jsonschema."""

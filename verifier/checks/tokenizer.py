@@ -30,6 +30,7 @@ from collections import Counter
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..cases.rotation import tokenizer_case
 from ..outcome import CaseRecord, Finding, Outcome
 from ..protocol.answers import ChatResult
 from ..protocol.apis import API_NAMES
@@ -298,6 +299,7 @@ def case_apis(case: Case) -> tuple[str, ...]:
     needs=lambda run: ("tokenizer_endpoints",),
     apis=API_NAMES,
     case_apis=case_apis,
+    rotate=tokenizer_case,
 )
 def run(case: Case, ctx: RunContext) -> Exchange:
     """Token ids and detokenize round trips against the reference tokenizer."""

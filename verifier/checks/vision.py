@@ -26,6 +26,7 @@ import re
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..cases.rotation import vision_case
 from ..errors import EndpointTimeout
 from ..outcome import CaseRecord, Finding, Outcome
 from ..protocol.answers import ChatResult
@@ -396,6 +397,7 @@ def _refused_outcome(refused: _Refused, metrics: dict[str, Any]) -> Outcome:
     prepare=prepare,
     needs=lambda run: ("images",),
     apis=API_NAMES,
+    rotate=vision_case,
 )
 def run(case: Case, ctx: RunContext) -> Exchange:
     """Images seen in order and every format, fresh, priced by the rule; bad images refused."""
