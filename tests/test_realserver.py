@@ -19,14 +19,17 @@ import pytest
 
 from tests.conftest import (
     KIMI_PROFILE,
+    KIMI_VISION_PROFILE,
     LLAMA_SERVERS,
     TEXT_SERVERS,
     VerifierRun,
     compare,
     family_cells,
+    verify,
 )
 from tests.llama.server import LlamaServer
 from tests.negative_outcomes import assert_recorded, generated, hand_written
+from tests.rotation_pairs import ENV, SECRET, judged_alike
 from tests.server_behaviour import WIRE_DEFECTS, spells_a_special_token
 from tests.test_compare_browser import open_page
 from verifier import resources
@@ -534,3 +537,27 @@ def test_compare_the_real_server_with_simulated_vendors(
     assert set(labels) <= set(dom.row_headers)
     assert dom.error_bars >= 3 * len(real.scorecard["families"])
     assert len(image.getcolors(maxcolors=1 << 20) or []) >= 8
+
+
+# The text families whose cases vary (vision's process is another; its cases vary too).
+ROTATED = ("tool_calling", "structured_output", "chat_template", "tokenizer")
+
+
+def test_rotate_judges_each_twin_as_its_case(
+    llama_server: Callable[[str], LlamaServer], tmp_path: Path
+) -> None:
+    """--rotate against the stock process: every twin gets its case's status and code.
+
+    Over chat completions only: a twin takes its case's request path, so the other APIs
+    would repeat what chat shows. Last in the file: the process's prompt cache then holds
+    what the runs above asked, not this run's twins.
+    """
+    run = verify(
+        llama_server("stock").url,
+        tmp_path / "out",
+        *("--profile", KIMI_VISION_PROFILE, "--families", ",".join(ROTATED), "--api", "chat"),
+        *("--repeats", "tool_calling=3", "--rotate", ENV),
+        env={ENV: SECRET},
+        timeout=1800,
+    )
+    judged_alike(run, ROTATED)

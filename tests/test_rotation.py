@@ -29,6 +29,7 @@ from verifier.cases.rotation import (
     vision_case,
 )
 from verifier.checks.structured_output import check_case as check_structured
+from verifier.compare.origins import cases_text, provenance_cells
 from verifier.errors import ConfigError
 from verifier.outcome import CaseRecord, Outcome, Status
 from verifier.scorecard.build import summarize_family
@@ -425,3 +426,28 @@ def test_the_one_sided_tail_is_the_binomial_sum(successes: int, extra: int) -> N
     if successes:
         assert tail <= binomial_upper_tail(successes - 1, trials)
     assert ALPHA == 0.01
+
+
+@pytest.mark.parametrize(
+    ("corpus", "said"),
+    [
+        ({"digest": "0" * 64, "rotation": None}, "published cases only: no --rotate"),
+        ({"digest": "0" * 64}, "published cases only: no --rotate"),
+        (
+            {"rotation": {"commitment": "hmac-sha256:" + "ab" * 32, "twins": 3, "families": []}},
+            "published cases and 3 rotated twins (secret's commitment ababababab",
+        ),
+        (
+            {"packs": [{"name": "p"}], "public": False, "rotation": None},
+            "private packs only",
+        ),
+        (
+            {"packs": [{"name": "p"}], "public": True, "rotation": None},
+            "published cases only: no --rotate, and 1 private pack(s)",
+        ),
+    ],
+)
+def test_the_provenance_says_which_cases_a_run_sent(corpus: dict[str, Any], said: str) -> None:
+    card = {"corpus": corpus, "run": {}, "verifier": {}, "settings": {}, "transcript": {}}
+    assert said in provenance_cells(card)[3]
+    assert cases_text(corpus).startswith(said)

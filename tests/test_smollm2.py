@@ -38,6 +38,7 @@ from tests.llama.files import SMOLLM2_ARGS
 from tests.llama.server import LlamaServer
 from tests.negative_outcomes import assert_recorded, every_case, hand_written
 from tests.parity_servers import NO_CACHE, compare_with, converted, record, rulings
+from tests.rotation_pairs import ENV, SECRET, judged_alike
 from tests.server_behaviour import WIRE_DEFECTS, spells_a_special_token
 from tests.test_compare_browser import open_page
 from tests.trimmed import API_WIRE, LEFT_OUT, WHOLE, kept_cases, selection
@@ -739,3 +740,23 @@ def test_compare_the_two_vendors(
     assert verdicts["llama-server"]["tool_calling"] == verdicts["vLLM"]["tool_calling"] == "FAIL"
     dom, _ = open_page(page, tmp_path)
     assert set(labels) <= set(dom.row_headers)
+
+
+def test_vllm_under_rotate_judges_each_twin_as_its_case(
+    vllm_server: VllmServer, model: Path, tmp_path: Path
+) -> None:
+    """--rotate against vLLM: the two families that generate, on the trimmed corpus.
+
+    ``-k`` selects each kept case's twin with it (a twin's id holds its case's). Over chat
+    completions only, as llama-server's rotated run.
+    """
+    run = verify(
+        vllm_server.url,
+        tmp_path / "out",
+        *("--profile", f"gguf:{model}", "--families", "tool_calling,structured_output"),
+        *("--api", "chat", "--repeats", "tool_calling=2", "-k", selection(), "--rotate", ENV),
+        *("--concurrency", str(VLLM_CONCURRENCY), "--timeout", str(VLLM_TIMEOUT)),
+        env={ENV: SECRET},
+        timeout=1800,
+    )
+    judged_alike(run, ("tool_calling", "structured_output"))
