@@ -129,6 +129,7 @@ def test_cases_are_paired_by_id_overall_and_per_category() -> None:
         "s1": case_outcome("single", True),
         "s2": case_outcome("single", True),
         "new": case_outcome("single", False),
+        "s1~rotated": case_outcome("single", False),
     }
     theirs = {
         "p1": case_outcome("parallel", True),
@@ -136,6 +137,7 @@ def test_cases_are_paired_by_id_overall_and_per_category() -> None:
         "s1": case_outcome("single", False),
         "s2": case_outcome("single", True),
         "gone": case_outcome("single", True),
+        "s1~rotated": case_outcome("single", True),
     }
     paired = paired_accuracy(ours, baseline_of(theirs))
     overall = paired["all"]

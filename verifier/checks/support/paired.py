@@ -14,10 +14,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ...cases.rotation import is_twin
 from ...stats import mcnemar_exact, paired_difference_interval
 
 METHOD = (
-    "cases graded in both runs, paired by case id; difference = candidate minus reference "
+    "cases graded in both runs, paired by case id (rotated twins left out: a secret's own); "
+    "difference = candidate minus reference "
     "accuracy; 95% interval: Newcombe's square-and-add interval for paired rates (method 10); "
     "p: exact McNemar test (two-sided binomial over the discordant pairs)"
 )
@@ -78,6 +80,9 @@ def paired_accuracy(
     overall = [0, 0, 0, 0]
     tables: dict[str, list[int]] = {}
     for case, outcome in ours.items():
+        if is_twin(case.split("[", 1)[0]):
+            # A rotated twin is the secret's: a baseline's twin of that id may be another's.
+            continue
         reference = theirs.get(case)
         if not isinstance(reference, Mapping) or not isinstance(reference.get("accurate"), bool):
             continue
