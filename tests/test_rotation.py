@@ -340,11 +340,15 @@ def test_tokenizer_twins_draw_digits_anew_in_runs_as_long() -> None:
     for case in load_corpus(["tokenizer"]).cases:
         made = ROTATION.twin(case, tokenizer_case)
         text = case.data["text"]
-        if not re.search(r"[1-9]", text):
+        marked = re.findall(r"<\|[^|]*\|>", text)
+        if not re.search(r"[1-9]", re.sub(r"<\|[^|]*\|>", "", text)):
+            assert made is None, case.id
             continue
         assert made is not None, case.id
         new = made.data["text"]
         assert re.sub(r"[0-9]", "0", new) == re.sub(r"[0-9]", "0", text) and new != text
+        # Special-token markup keeps its digits: they name the token.
+        assert re.findall(r"<\|[^|]*\|>", new) == marked
 
 
 # The paired comparison.
@@ -451,3 +455,18 @@ def test_the_provenance_says_which_cases_a_run_sent(corpus: dict[str, Any], said
     card = {"corpus": corpus, "run": {}, "verifier": {}, "settings": {}, "transcript": {}}
     assert said in provenance_cells(card)[3]
     assert cases_text(corpus).startswith(said)
+
+
+def test_the_simulated_vendor_told_a_secret_knows_each_twins_own_calls() -> None:
+    """Two twins may word their prompt and name their tools alike, their parameters not."""
+    from verifier.simulator.oracle import canonical_call, natural_calls
+
+    for number in range(20):
+        rotation = Rotation(f"bench-rotation-secret-{number:04d}".encode())
+        for case in CASES:
+            data = twin(case, rotation)
+            if "expected" not in data or data.get("tool_choice") == "none":
+                continue
+            request = {"messages": data["messages"], "tools": data["tools"]}
+            expected = [canonical_call(call) for call in data["expected"]["calls"]]
+            assert natural_calls(request, rotation) == expected, (number, case.id)

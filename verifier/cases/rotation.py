@@ -586,8 +586,9 @@ def tokenizer_case(data: Mapping[str, Any], rng: random.Random) -> dict[str, Any
 
     A run keeps its length and a leading zero (the pre-tokeniser splits digits by position
     and length, so the twin tests what the case tests); the expected ids are the profile's
-    for the twin's text, as for any case. A text without a digit does not vary: its
-    characters are what it tests.
+    for the twin's text, as for any case. Digits inside special-token markup
+    (``<|reserved_token_163700|>``) stay: they name the token the case spells. A text
+    without another digit does not vary: its characters are what it tests.
     """
     text = data["text"]
 
@@ -596,8 +597,11 @@ def tokenizer_case(data: Mapping[str, Any], rng: random.Random) -> dict[str, Any
         first = "0" if run[0] == "0" else rng.choice("123456789")
         return first + "".join(rng.choice("0123456789") for _ in run[1:])
 
+    pieces = re.split(r"(<\|[^|]*\|>)", text)
     for _ in range(8):
-        new = re.sub(r"[0-9]+", drawn, text)
+        new = "".join(
+            piece if n % 2 else re.sub(r"[0-9]+", drawn, piece) for n, piece in enumerate(pieces)
+        )
         if new != text:
             return {**json.loads(json.dumps(data)), "text": new}
     return None

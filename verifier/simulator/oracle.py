@@ -24,9 +24,20 @@ from ..cases.rotation import Rotation, tool_case
 
 
 def request_key(messages: Sequence[Any], tools: Sequence[Mapping[str, Any]]) -> str:
-    """Identify a prompt by its messages and the names of the tools offered."""
-    names = [tool.get("function", {}).get("name") for tool in tools if isinstance(tool, Mapping)]
-    return json.dumps([messages, names], sort_keys=True, ensure_ascii=False)
+    """Identify a prompt by its messages and the tools offered: names and parameter names.
+
+    Parameter names too: two rotated twins may word their prompt and name their tools alike
+    and still name their parameters otherwise.
+    """
+    offered = []
+    for tool in tools:
+        function = tool.get("function") if isinstance(tool, Mapping) else None
+        if isinstance(function, Mapping):
+            parameters = function.get("parameters")
+            properties = parameters.get("properties") if isinstance(parameters, Mapping) else None
+            keys = sorted(properties) if isinstance(properties, Mapping) else []
+            offered.append([function.get("name"), keys])
+    return json.dumps([messages, offered], sort_keys=True, ensure_ascii=False)
 
 
 def canonical_call(expected: Mapping[str, Any]) -> dict[str, Any]:
