@@ -764,7 +764,7 @@ def test_vllm_under_rotate_judges_each_twin_as_its_case(
         vllm_server.url,
         tmp_path / "out",
         *("--profile", f"gguf:{model}", "--families", "tool_calling,structured_output"),
-        *("--api", "chat", "--repeats", "tool_calling=2", "-k", selection(), "--rotate", ENV),
+        *("--api", "chat", "--repeats", "tool_calling=1", "-k", selection(), "--rotate", ENV),
         *("--concurrency", str(VLLM_CONCURRENCY), "--timeout", str(VLLM_TIMEOUT)),
         env={ENV: SECRET},
         timeout=1800,

@@ -113,9 +113,9 @@ _OPTIONS = (
         metavar="SECRET_ENV",
         parse=env_var_name,
         help="environment variable holding a secret (16 characters or more) that derives a "
-        "rotated twin of every case that can vary (tool_calling: other tool and parameter "
-        "names, numbers, words around the prompt, tool order), run interleaved with the public "
-        "cases; a family right more often as published than rotated fails with "
+        "rotated twin of every case that can vary (other tool, parameter and property names, "
+        "numbers, colours, digits, words around the prompt, orders), run interleaved with the "
+        "public cases; a family right more often as published than rotated fails with "
         "public_cases_special_cased. The scorecard holds a commitment to the secret; the seed "
         "comes from it unless --seed is given",
     ),

@@ -23,20 +23,28 @@ from ..cases.corpus import load_corpus
 from ..cases.rotation import Rotation, tool_case
 
 
-def request_key(messages: Sequence[Any], tools: Sequence[Mapping[str, Any]]) -> str:
-    """Identify a prompt by its messages and the tools offered: names and parameter names.
+def request_key(
+    messages: Sequence[Any], tools: Sequence[Mapping[str, Any]], *, parameters: bool = False
+) -> str:
+    """Identify a prompt by its messages and the names of the tools offered.
 
-    Parameter names too: two rotated twins may word their prompt and name their tools alike
-    and still name their parameters otherwise.
+    With `parameters`, by their parameter names too: two rotated twins may word their prompt
+    and name their tools alike and still name their parameters otherwise. (The published
+    prompts are known by tool names alone: the reasoning corpus asks them with tools of its
+    own.)
     """
-    offered = []
+    offered: list[Any] = []
     for tool in tools:
         function = tool.get("function") if isinstance(tool, Mapping) else None
-        if isinstance(function, Mapping):
-            parameters = function.get("parameters")
-            properties = parameters.get("properties") if isinstance(parameters, Mapping) else None
-            keys = sorted(properties) if isinstance(properties, Mapping) else []
-            offered.append([function.get("name"), keys])
+        if not isinstance(function, Mapping):
+            continue
+        if not parameters:
+            offered.append(function.get("name"))
+            continue
+        schema = function.get("parameters")
+        properties = schema.get("properties") if isinstance(schema, Mapping) else None
+        keys = sorted(properties) if isinstance(properties, Mapping) else []
+        offered.append([function.get("name"), keys])
     return json.dumps([messages, offered], sort_keys=True, ensure_ascii=False)
 
 
@@ -50,16 +58,16 @@ def canonical_call(expected: Mapping[str, Any]) -> dict[str, Any]:
 def natural_calls_table(rotation: Rotation | None = None) -> dict[str, list[dict[str, Any]]]:
     """Natural calls by :func:`request_key`, from the cases that state them.
 
-    With a `rotation`, its twins' too (each case's first: a twin's key is its own).
+    With a `rotation`, its twins' instead, keyed with their parameter names.
     """
     table: dict[str, list[dict[str, Any]]] = {}
     for case in load_corpus(["tool_calling"]).cases:
         twin = rotation.twin(case, tool_case) if rotation is not None else None
-        for data in (case.data, twin.data if twin is not None else None):
-            if data is None or "expected" not in data or data.get("tool_choice") == "none":
-                continue
-            key = request_key(data["messages"], data["tools"])
-            table.setdefault(key, [canonical_call(call) for call in data["expected"]["calls"]])
+        data = case.data if rotation is None else twin.data if twin is not None else None
+        if data is None or "expected" not in data or data.get("tool_choice") == "none":
+            continue
+        key = request_key(data["messages"], data["tools"], parameters=rotation is not None)
+        table.setdefault(key, [canonical_call(call) for call in data["expected"]["calls"]])
     return table
 
 
@@ -70,8 +78,11 @@ def natural_calls(
 
     It knows the published cases' prompts, and a `rotation`'s twins' when told one.
     """
-    key = request_key(request.get("messages", []), request.get("tools") or [])
-    return [dict(call) for call in natural_calls_table(rotation).get(key, [])]
+    messages, tools = request.get("messages", []), request.get("tools") or []
+    found = natural_calls_table().get(request_key(messages, tools))
+    if found is None and rotation is not None:
+        found = natural_calls_table(rotation).get(request_key(messages, tools, parameters=True))
+    return [dict(call) for call in found or []]
 
 
 def _last_user_text(messages: Sequence[Any]) -> str | None:
