@@ -121,26 +121,14 @@ def summarize_family(
     records = list(records)
     counts = dict.fromkeys(STATUSES, 0)
     errors: Counter[str] = Counter()
-    requests = 0
     for record in records:
         counts[record.status] += 1
-        requests += int(record.outcome.metrics.get("requests", 0) or 0)
         if record.status == "error":
             errors[record.outcome.code or "error"] += 1
     codes, worst = _failures(records)
     graded = counts["pass"] + counts["fail"]
     interval = wilson_interval(counts["pass"], graded)
-    metrics: dict[str, Any] = {"requests": requests, "shapes": _shapes(records)}
-    accounting = _accounting(records)
-    if accounting is not None:
-        metrics["accounting"] = accounting
-    if summarize is not None:
-        metrics.update(summarize(records, baseline))
-    rotated = rotation_comparison(records)
-    if rotated:
-        metrics["rotation"] = rotated["rotation"]
-        if rotated["rulings"]:
-            metrics["rulings"] = [*(metrics.get("rulings") or ()), *rotated["rulings"]]
+    metrics = _metrics(records, baseline, summarize)
     rulings = metrics.pop("rulings", None)
     family_verdict = verdict(counts)
     if family_verdict == "unsupported" and metrics.get("recorded"):
@@ -164,6 +152,28 @@ def summarize_family(
     if rulings is not None:
         entry["rulings"] = rulings
     return entry
+
+
+def _metrics(
+    records: list[CaseRecord], baseline: Mapping[str, Any] | None, summarize: Summarize | None
+) -> dict[str, Any]:
+    """A family's metrics: requests, shapes, accounting, its own, the rotation comparison.
+
+    The comparison's ruling joins the family's own rulings.
+    """
+    requests = sum(int(r.outcome.metrics.get("requests", 0) or 0) for r in records)
+    metrics: dict[str, Any] = {"requests": requests, "shapes": _shapes(records)}
+    accounting = _accounting(records)
+    if accounting is not None:
+        metrics["accounting"] = accounting
+    if summarize is not None:
+        metrics.update(summarize(records, baseline))
+    rotated = rotation_comparison(records)
+    if rotated:
+        metrics["rotation"] = rotated["rotation"]
+        if rotated["rulings"]:
+            metrics["rulings"] = [*(metrics.get("rulings") or ()), *rotated["rulings"]]
+    return metrics
 
 
 # A ruling over all of a family's cases can only make a family's verdict worse, in this order.
