@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..errors import ConfigError
+from ..jsontext import first_json
 from .corpus import Case
 
 # A twin's id: its case's with this after it (before any ``[api]``); no case id has a "~".
@@ -455,15 +456,12 @@ def _spelled_json(text: str) -> tuple[int, int, Any] | None:
     The value is None where the text is not as json.dumps writes it: it cannot be rewritten
     in place.
     """
-    decoder = json.JSONDecoder()
-    for match in re.finditer(r"[{\[]", text):
-        try:
-            value, end = decoder.raw_decode(text, match.start())
-        except json.JSONDecodeError:
-            continue
-        same = json.dumps(value, ensure_ascii=False) == text[match.start() : end]
-        return match.start(), end, value if same else None
-    return None
+    found = first_json(text)
+    if found is None:
+        return None
+    start, end, value = found
+    same = json.dumps(value, ensure_ascii=False) == text[start:end]
+    return start, end, value if same else None
 
 
 def _shuffled_enums(schema: Any, rng: random.Random) -> Any:

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from jsonschema import Draft202012Validator
 
 from ..cases.rotation import Rotation
+from ..jsontext import first_json
 from ..reference.dialect import Dialect
 from .conform import MISSING, conform
 from .defects import (
@@ -100,15 +101,8 @@ def natural_json(request: dict[str, Any]) -> Any:
     users = [m for m in request.get("messages", []) if m.get("role") == "user"]
     if not users:
         return MISSING
-    text = message_text(users[-1])
-    decoder = json.JSONDecoder()
-    for match in re.finditer(r"[{\[]", text):
-        try:
-            value, _ = decoder.raw_decode(text, match.start())
-        except json.JSONDecodeError:
-            continue
-        return value
-    return MISSING
+    found = first_json(message_text(users[-1]))
+    return MISSING if found is None else found[2]
 
 
 @dataclasses.dataclass(slots=True)

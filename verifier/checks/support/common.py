@@ -14,6 +14,7 @@ from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
 
 from ...errors import EndpointTimeout
+from ...jsontext import first_json
 from ...outcome import Finding, Outcome, Status
 from ...protocol.answers import ChatResult
 from ...stats import rate
@@ -64,13 +65,10 @@ def parse_json_output(text: str | None) -> ParsedJSON:
             code="fenced_json",
             detail="the JSON is wrapped in a markdown fence (and stops early, fence unclosed)",
         )
-    decoder = json.JSONDecoder()
-    for match in re.finditer(r"[{\[]", text):
-        try:
-            value, end = decoder.raw_decode(text, match.start())
-        except json.JSONDecodeError:
-            continue
-        before, after = text[: match.start()].strip(), text[end:].strip()
+    found = first_json(text)
+    if found is not None:
+        start, end, value = found
+        before, after = text[:start].strip(), text[end:].strip()
         where = "before" if before else "after"
         extra = before or after
         return ParsedJSON(value, True, "extra_text", f"text {where} the JSON: {extra[:60]!r}")
