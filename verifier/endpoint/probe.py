@@ -22,6 +22,7 @@ from ..protocol.logprobs import LogprobsSupport, ReferenceEndpoint
 from ..protocol.requests import drive
 from ..protocol.tokenize import TokenizerEndpoints, probe_tokenizer_endpoints
 from .client import EndpointClient
+from .probe_words import PUBLISHED, ProbeWords
 from .redaction import redact_url
 
 # Response headers worth recording because they identify the server software or deployment.
@@ -131,10 +132,12 @@ def list_models(client: EndpointClient) -> tuple[str, ...] | None:
     )
 
 
-def tokenizer_endpoints(client: EndpointClient, model: str) -> TokenizerEndpoints:
+def tokenizer_endpoints(
+    client: EndpointClient, model: str, words: ProbeWords = PUBLISHED
+) -> TokenizerEndpoints:
     """Which tokenizer routes the server answers (a few small requests, labelled ``probe/``)."""
     found: TokenizerEndpoints = drive(
-        probe_tokenizer_endpoints(model),
+        probe_tokenizer_endpoints(model, words.greeting),
         lambda request: client.send(request, str(Label(PROBE, request.name))),
     )
     return found
@@ -190,12 +193,14 @@ def probe(
     logprobs: bool = False,
     apis: tuple[str, ...] | None = ("chat",),
     formats: bool = False,
+    words: ProbeWords = PUBLISHED,
 ) -> Capabilities:
     """Find the model, check that one minimal chat request is answered, and learn what it offers.
 
     With `vision`, whether the endpoint takes images; with `tokenizer`, which tokenizer
     endpoints it serves; with `logprobs`, how many alternatives it lists; of `apis` (None:
     every API), which it serves, and with `formats`, which of those serve structured output.
+    The probes say `words` (drawn from the secret under ``--rotate``).
     Those probes do not depend on the chat probe's answer, so they go out together and cost
     one round trip; the chat probe's error, when there is one, is the one raised (it is about
     the endpoint as a whole).
@@ -209,12 +214,14 @@ def probe(
     model = choose_model(requested_model, models, client.display_url)
     others = [a for a in (API_NAMES if apis is None else apis) if a != "chat"]
     with ThreadPoolExecutor(4 + len(others), thread_name_prefix="verifier-probe") as pool:
-        chat = pool.submit(probe_chat, client, model, models or ())
-        served = {api: pool.submit(probe_api, client, model, api) for api in others}
-        shaped = {api: pool.submit(probe_format, client, model, api) for api in others if formats}
-        images = pool.submit(probe_vision, client, model) if vision else None
-        endpoints = pool.submit(tokenizer_endpoints, client, model) if tokenizer else None
-        alternatives = pool.submit(probe_logprobs, client, model) if logprobs else None
+        chat = pool.submit(probe_chat, client, model, models or (), words)
+        served = {api: pool.submit(probe_api, client, model, api, words) for api in others}
+        shaped = {
+            api: pool.submit(probe_format, client, model, api, words) for api in others if formats
+        }
+        images = pool.submit(probe_vision, client, model, words) if vision else None
+        endpoints = pool.submit(tokenizer_endpoints, client, model, words) if tokenizer else None
+        alternatives = pool.submit(probe_logprobs, client, model, words) if logprobs else None
         capabilities = chat.result()
         if alternatives is not None:
             capabilities = dataclasses.replace(capabilities, logprobs=alternatives.result())
@@ -238,17 +245,23 @@ def probe(
 
 # The probe of an API's structured output: a schema only JSON can meet, asked of a prompt whose
 # unconstrained answer is prose.
-FORMAT_SCHEMA = {
-    "type": "object",
-    "properties": {"colour": {"type": "string"}},
-    "required": ["colour"],
-    "additionalProperties": False,
-}
+def format_schema(field: str) -> dict[str, Any]:
+    """A schema only JSON can meet: one string property, `field`."""
+    return {
+        "type": "object",
+        "properties": {field: {"type": "string"}},
+        "required": [field],
+        "additionalProperties": False,
+    }
+
+
 # Where each API takes the schema, for messages.
 FORMAT_FIELDS = {"messages": "output_config.format", "responses": "text.format"}
 
 
-def probe_format(client: EndpointClient, model: str, api: str) -> str | None:
+def probe_format(
+    client: EndpointClient, model: str, api: str, words: ProbeWords = PUBLISHED
+) -> str | None:
     """Why `api` serves no structured output; None when it does, or may.
 
     The request asks in prose ("in one short sentence") under a JSON schema. Only a refusal
@@ -258,11 +271,15 @@ def probe_format(client: EndpointClient, model: str, api: str) -> str | None:
     """
     request = {
         "model": model,
-        "messages": [{"role": "user", "content": "In one short sentence: what colour is the sky?"}],
+        "messages": [{"role": "user", "content": words.format_question}],
         "max_tokens": 32,
         "response_format": {
             "type": "json_schema",
-            "json_schema": {"name": "colour", "schema": FORMAT_SCHEMA, "strict": True},
+            "json_schema": {
+                "name": words.field,
+                "schema": format_schema(words.field),
+                "strict": True,
+            },
         },
     }
     result = client.chat(
@@ -282,22 +299,24 @@ def probe_format(client: EndpointClient, model: str, api: str) -> str | None:
     return None
 
 
-def probe_api(client: EndpointClient, model: str, api: str) -> int:
+def probe_api(client: EndpointClient, model: str, api: str, words: ProbeWords = PUBLISHED) -> int:
     """The status of the chat probe's request sent through `api`: :data:`UNSERVED`, not served.
 
     Any other answer (a refusal too) means the route is there: the cases show what it does.
     """
     request = {
         "model": model,
-        "messages": [{"role": "user", "content": "Hello"}],
-        "max_tokens": 4,
+        "messages": [{"role": "user", "content": words.greeting}],
+        "max_tokens": words.max_tokens,
     }
     result = client.chat(request, label=str(Label(PROBE, api)), keep_persistent_5xx=True, api=api)
     refuse_redirect(client, result, ROUTES[api])
     return result.status
 
 
-def probe_chat(client: EndpointClient, model: str, models: tuple[str, ...]) -> Capabilities:
+def probe_chat(
+    client: EndpointClient, model: str, models: tuple[str, ...], words: ProbeWords = PUBLISHED
+) -> Capabilities:
     """Check that one minimal chat request to `model` is answered; what its answer tells.
 
     Raises:
@@ -306,9 +325,9 @@ def probe_chat(client: EndpointClient, model: str, models: tuple[str, ...]) -> C
     """
     request = {
         "model": model,
-        "messages": [{"role": "user", "content": "Hello"}],
+        "messages": [{"role": "user", "content": words.greeting}],
         # No sampling fields: a model whose contract pins them refuses other values.
-        "max_tokens": 4,
+        "max_tokens": words.max_tokens,
     }
     result = client.chat(request, label=str(Label(PROBE, "chat")))
     refuse_redirect(client, result, "/chat/completions")
@@ -330,16 +349,16 @@ def probe_chat(client: EndpointClient, model: str, models: tuple[str, ...]) -> C
     )
 
 
-def probe_vision(client: EndpointClient, model: str) -> bool | None:
+def probe_vision(client: EndpointClient, model: str, words: ProbeWords = PUBLISHED) -> bool | None:
     """Does the endpoint take images? One small picture: 200 yes, 4xx no, anything else unknown."""
     from ..reference.images import image_part
 
-    part = image_part({"kind": "solid", "color": "red", "size": [16, 16]})
-    content = [part, {"type": "text", "text": "What colour is this image?"}]
+    part = image_part({"kind": "solid", "color": words.colour, "size": [words.side, words.side]})
+    content = [part, {"type": "text", "text": words.question}]
     request = {
         "model": model,
         "messages": [{"role": "user", "content": content}],
-        "max_tokens": 4,
+        "max_tokens": words.max_tokens,
     }
     result = client.chat(request, label=str(Label(PROBE, "vision")), keep_persistent_5xx=True)
     if result.ok:
@@ -351,7 +370,9 @@ def probe_vision(client: EndpointClient, model: str) -> bool | None:
 TOP_LOGPROBS = (20, 10, 5, 1)
 
 
-def probe_logprobs(client: EndpointClient, model: str) -> LogprobsSupport:
+def probe_logprobs(
+    client: EndpointClient, model: str, words: ProbeWords = PUBLISHED
+) -> LogprobsSupport:
     """The most ``top_logprobs`` the endpoint lists, or why it lists none.
 
     One greedy token with ``logprobs``; a 4xx means the value is refused, and the next smaller
@@ -361,7 +382,7 @@ def probe_logprobs(client: EndpointClient, model: str) -> LogprobsSupport:
     for top in TOP_LOGPROBS:
         request = {
             "model": model,
-            "messages": [{"role": "user", "content": "Hello"}],
+            "messages": [{"role": "user", "content": words.greeting}],
             "max_tokens": 1,
             "temperature": 0,
             "logprobs": True,

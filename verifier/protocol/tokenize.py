@@ -146,11 +146,11 @@ def _with_ids(
     return _with_tools(body, tools)
 
 
-def probe_tokenizer_endpoints(model: str) -> Exchange:
-    """Find which rungs of the ladder the server offers (a few small requests)."""
-    hello = [{"role": "user", "content": "Hello"}]
+def probe_tokenizer_endpoints(model: str, greeting: str = "Hello") -> Exchange:
+    """Find which rungs of the ladder the server offers (a few small requests saying `greeting`)."""
+    hello = [{"role": "user", "content": greeting}]
     by_messages = yield from tokenize_messages(model, hello, name="tokenize-messages")
-    by_content = yield from tokenize_text("Hello", parse_special=False, name="tokenize-content")
+    by_content = yield from tokenize_text(greeting, parse_special=False, name="tokenize-content")
     rendered = yield from apply_template(hello, name="apply-template")
     back, _ = yield from detokenize_answer(by_content or by_messages or [0], name="detokenize")
     with_ids = yield Chat(_with_ids(model, hello, None), "return-token-ids", observe=False)

@@ -26,6 +26,7 @@ from ..config import RunConfig, known_families, load_baseline, prepare_out_dir
 from ..endpoint.client import EndpointClient
 from ..endpoint.load import run_load
 from ..endpoint.probe import Capabilities, probe, probe_reference
+from ..endpoint.probe_words import PUBLISHED, ProbeWords
 from ..endpoint.transcript import Transcript
 from ..errors import CaseDataError, ConfigError, SigningError, VerifierError
 from ..protocol.tokenize import TokenizerEndpoints
@@ -375,8 +376,14 @@ def start_controller(run: RunConfig, corpus: Corpus) -> RunState:
 def _probe(
     run: RunConfig, client: EndpointClient, reference: EndpointClient | None
 ) -> Capabilities:
-    """What the endpoint (and the reference) can do, asked as the running families need."""
+    """What the endpoint (and the reference) can do, asked as the running families need.
+
+    Under --rotate the probes' words are the secret's: no fixed first request starts a run.
+    """
     needs = FAMILIES.needs(run)
+    words = PUBLISHED
+    if run.rotate is not None:
+        words = ProbeWords.drawn(from_environment(run.rotate, os.environ).random("probe", "words"))
     caps = probe(
         client,
         run.model,
@@ -385,6 +392,7 @@ def _probe(
         logprobs="logprobs" in needs,
         apis=run.apis,
         formats="formats" in needs,
+        words=words,
     )
     if reference is not None:
         caps = dataclasses.replace(caps, reference=probe_reference(reference, run.reference_model))
