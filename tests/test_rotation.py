@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from verifier import resources
 from verifier.cases.corpus import Case, load_corpus
+from verifier.cases.negative import default_count, negative_cases
 from verifier.cases.rotation import (
     MIN_SECRET,
     NAMES_ELSEWHERE,
@@ -23,15 +24,19 @@ from verifier.cases.rotation import (
     chat_case,
     from_environment,
     is_twin,
+    reasoning_case,
     structured_case,
     tokenizer_case,
     tool_case,
     vision_case,
+    wire_case,
 )
 from verifier.checks.structured_output import check_case as check_structured
 from verifier.compare.origins import cases_text, provenance_cells
+from verifier.endpoint.probe_words import PUBLISHED, ProbeWords
 from verifier.errors import ConfigError
 from verifier.outcome import CaseRecord, Outcome, Status
+from verifier.protocol.apis import API_NAMES
 from verifier.scorecard.build import summarize_family
 from verifier.scorecard.rotated import ALPHA, CODE, comparison
 from verifier.stats import binomial_upper_tail
@@ -281,7 +286,13 @@ def twin_of(case: Case) -> dict[str, Any]:
 
 @pytest.mark.parametrize(
     ("family", "rotate"),
-    [("chat_template", chat_case), ("vision", vision_case), ("tokenizer", tokenizer_case)],
+    [
+        ("chat_template", chat_case),
+        ("vision", vision_case),
+        ("tokenizer", tokenizer_case),
+        ("wire", wire_case),
+        ("reasoning", reasoning_case),
+    ],
 )
 def test_the_other_rotated_families_give_valid_cases(family: str, rotate: Any) -> None:
     validator = resources.validator(f"{family}.case")
@@ -470,3 +481,114 @@ def test_the_simulated_vendor_told_a_secret_knows_each_twins_own_calls() -> None
             request = {"messages": data["messages"], "tools": data["tools"]}
             expected = [canonical_call(call) for call in data["expected"]["calls"]]
             assert natural_calls(request, rotation) == expected, (number, case.id)
+
+
+def system_prompts(data: Any) -> list[str]:
+    """Every system prompt of a case: its messages', its request's, a baseline's."""
+    found: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            if value.get("role") in ("system", "developer") and isinstance(
+                value.get("content"), str
+            ):
+                found.append(value["content"])
+            for key in ("system", "instructions"):
+                if isinstance(value.get(key), str):
+                    found.append(value[key])
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk(data)
+    return found
+
+
+ROTATORS = {
+    "tool_calling": tool_case,
+    "structured_output": structured_case,
+    "chat_template": chat_case,
+    "wire": wire_case,
+    "reasoning": reasoning_case,
+}
+
+
+@pytest.mark.parametrize("family", sorted(ROTATORS))
+def test_no_twin_carries_a_published_system_prompt(family: str) -> None:
+    cases = load_corpus([family]).cases
+    published = {text for case in cases for text in system_prompts(case.data)}
+    carried = 0
+    for secret in ("first-rotation-secret", "second-rotation-secret"):
+        for case in cases:
+            made = Rotation(secret.encode()).twin(case, ROTATORS[family])
+            if made is None:
+                continue
+            said = system_prompts(made.data)
+            assert len(said) == len(system_prompts(case.data)), case.id
+            assert published.isdisjoint(said), (case.id, said)
+            carried += len(said)
+    assert carried > 0 or not published
+    # Alike in a chat-template probe and its baseline: the probe still differs by what it probes.
+    if family == "chat_template":
+        for case in cases:
+            made = ROTATION.twin(case, chat_case)
+            if made is not None and "baseline" in case.data:
+                before = system_prompts(case.data["baseline"]), system_prompts(case.data)
+                after = system_prompts(made.data["baseline"]), system_prompts(made.data)
+                assert (before[0] == before[1][: len(before[0])]) == (
+                    after[0] == after[1][: len(after[0])]
+                ), case.id
+
+
+def test_wire_and_reasoning_twins_reword_the_prompt_and_keep_the_rest() -> None:
+    for family, rotate in (("wire", wire_case), ("reasoning", reasoning_case)):
+        for case in load_corpus([family]).cases:
+            made = ROTATION.twin(case, rotate)
+            if made is None:
+                # Nothing to reword: no text in a last user message or the request's input.
+                request = case.data.get("request", case.data)
+                messages = request.get("messages") if isinstance(request, dict) else None
+                texts = [
+                    m for m in messages or () if isinstance(m, dict) and m.get("role") == "user"
+                ]
+                assert not texts or not isinstance(texts[-1].get("content"), str), case.id
+                continue
+            before, after = case.data, made.data
+            request = "request" if family == "wire" else None
+            old = before[request] if request else before
+            new = after[request] if request else after
+            # Only words change: every field but the texts is the case's.
+            assert set(new) == set(old), case.id
+            for key in set(old) - {"messages", "input", "system", "instructions", "prompts"}:
+                assert new[key] == old[key], (case.id, key)
+            if "prompts" in old:
+                assert all(
+                    a != b and b in a for a, b in zip(new["prompts"], old["prompts"], strict=True)
+                )
+            elif isinstance(old.get("messages"), list):
+                assert last_user(new) != last_user(old) and last_user(old) in last_user(new)
+                roles = [m.get("role") for m in old["messages"]]
+                assert [m.get("role") for m in new["messages"]] == roles, case.id
+
+
+def test_the_generated_set_varies_by_the_seed_not_by_twins() -> None:
+    cases, _ = negative_cases(default_count(), ROTATION.seed, API_NAMES)
+    assert cases and all(ROTATION.twin(case, wire_case) is None for case in cases)
+
+
+def test_the_probes_say_the_secrets_words() -> None:
+    drawn = [
+        ProbeWords.drawn(Rotation(f"probe-secret-number-{n}".encode()).random("probe", "words"))
+        for n in range(20)
+    ]
+    for words in drawn:
+        published = (PUBLISHED.greeting, PUBLISHED.question, PUBLISHED.format_question)
+        assert published != (words.greeting, words.question, words.format_question)
+        assert not {words.greeting, words.question, words.format_question} & set(published)
+        assert words.colour != PUBLISHED.colour
+    assert len({words.greeting for words in drawn}) > 5
+    assert len({(w.greeting, w.max_tokens, w.colour, w.side) for w in drawn}) == 20
+    again = ProbeWords.drawn(Rotation(b"probe-secret-number-0").random("probe", "words"))
+    assert again == drawn[0]

@@ -16,20 +16,23 @@ import pytest
 from tests.conftest import VerifierRun
 from verifier.cases.rotation import SUFFIX, Rotation
 from verifier.config import DEFAULT_FAMILIES
+from verifier.endpoint.probe_words import PUBLISHED, ProbeWords
 from verifier.simulator.process import SimulatorProcess
 
 pytestmark = pytest.mark.slow
 
 ENV = "VERIFIER_E2E_ROTATION"
 SECRETS = [f"clean-vendor-rotation-secret-{n:02d}" for n in range(10)]
-# The families whose cases vary, and how many of their cases do (wire, reasoning and parity
-# run as published).
+# The families whose cases vary, and how many of their cases do (parity runs as published:
+# its reference's distributions are the published prompts').
 TWINS = {
     "tool_calling": 174,
     "structured_output": 119,
     "chat_template": 41,
     "tokenizer": 44,
     "vision": 29,
+    "wire": 65,
+    "reasoning": 20,
 }
 ROTATED = tuple(TWINS)
 PROFILE = "kimi-k2-thinking"
@@ -101,10 +104,17 @@ def test_every_family_passes_a_clean_vendor_with_rotate(
             assert (compared["lost"], compared["gained"]) == (0, 0), name
         else:
             assert rulings == [] and "rotation" not in family["metrics"], name
-    requests = [
-        json.loads(line)["request"]
-        for line in (run.out / "transcript.jsonl").read_text().splitlines()
+    attempts = [
+        json.loads(line) for line in (run.out / "transcript.jsonl").read_text().splitlines()
     ]
+    requests = [attempt["request"] for attempt in attempts]
+    # The run's first requests say the secret's words, none of the published probes'.
+    probes = [json.dumps(a["request"]) for a in attempts if a["label"].startswith("probe/")]
+    published = (PUBLISHED.greeting, PUBLISHED.question, PUBLISHED.format_question)
+    assert len(probes) > 5
+    assert not [p for p in probes for said in published if json.dumps(said) in p]
+    words = ProbeWords.drawn(Rotation(SECRETS[0].encode()).random("probe", "words"))
+    assert sum(json.dumps(words.greeting) in p for p in probes) > 3
     seeds = {r.get("seed") for r in requests if isinstance(r, dict) and "seed" in r}
     # No request carries the fixed default seed (wire's seed checks move from the run's own).
     assert 1234 not in seeds and Rotation(SECRETS[0].encode()).seed in seeds

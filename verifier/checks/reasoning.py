@@ -67,6 +67,7 @@ from collections import Counter
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..cases.rotation import reasoning_case
 from ..errors import EndpointTimeout
 from ..outcome import CaseRecord, Finding, Outcome
 from ..protocol.answers import ChatResult, Choice
@@ -1208,6 +1209,7 @@ def _json(fields: Mapping[str, Any]) -> str:
     needs=lambda run: ("tokenizer_endpoints",),
     apis=API_NAMES,
     case_apis=case_apis,
+    rotate=reasoning_case,
 )
 def run(case: Case, ctx: RunContext) -> Exchange:
     """The thinking channel, its switch and effort, and multi-turn agent loops."""

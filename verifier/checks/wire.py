@@ -48,6 +48,7 @@ import json
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
+from ..cases.rotation import wire_case
 from ..errors import EndpointTimeout
 from ..outcome import CaseRecord, Finding
 from ..protocol.answers import ChatResult, Choice
@@ -847,6 +848,7 @@ def extra_cases(run: RunConfig) -> tuple[list[Case], str, str] | None:
     extra_cases=extra_cases,
     apis=API_NAMES,
     case_apis=case_apis,
+    rotate=wire_case,
 )
 def run(case: Case, ctx: RunContext) -> Exchange:
     """Shapes, streaming protocol, parameters, error responses and usage."""

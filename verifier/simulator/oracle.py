@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..cases.corpus import load_corpus
-from ..cases.rotation import Rotation, tool_case
+from ..cases.rotation import Rotation, reasoning_case, tool_case
 
 
 def request_key(
@@ -92,22 +92,33 @@ def _last_user_text(messages: Sequence[Any]) -> str | None:
 
 
 @functools.cache
-def planned_calls_table() -> dict[str, list[dict[str, Any]]]:
-    """The calls of the reasoning cases that state them, by last user message and tools."""
+def planned_calls_table(rotation: Rotation | None = None) -> dict[str, list[dict[str, Any]]]:
+    """The calls of the reasoning cases that state them, by last user message and tools.
+
+    With a `rotation`, its twins' instead (their prompts are worded otherwise).
+    """
     table: dict[str, list[dict[str, Any]]] = {}
     for case in load_corpus(["reasoning"]).cases:
-        data = case.data
-        if "calls" in data:
+        twin = rotation.twin(case, reasoning_case) if rotation is not None else None
+        data = case.data if rotation is None else twin.data if twin is not None else None
+        if data is not None and "calls" in data:
             key = request_key([_last_user_text(data["messages"])], data.get("tools", []))
             table.setdefault(key, [dict(call) for call in data["calls"]])
     return table
 
 
-def planned_calls(request: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The next call of a planned agent loop: one per tool result since the last user message."""
+def planned_calls(
+    request: Mapping[str, Any], rotation: Rotation | None = None
+) -> list[dict[str, Any]]:
+    """The next call of a planned agent loop: one per tool result since the last user message.
+
+    It knows the published loops' prompts, and a `rotation`'s twins' when told one.
+    """
     messages = request.get("messages", [])
     key = request_key([_last_user_text(messages)], request.get("tools") or [])
     plan = planned_calls_table().get(key)
+    if plan is None and rotation is not None:
+        plan = planned_calls_table(rotation).get(key)
     if not plan:
         return []
     roles = [m.get("role") if isinstance(m, Mapping) else None for m in messages]

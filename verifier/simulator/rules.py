@@ -289,9 +289,8 @@ def choose_calls(
     if not tools:
         return []
     known = None if defects.has(PUBLIC_PROMPTS_ONLY) else rotation
-    natural = [
-        c for c in natural_calls(request, known) or planned_calls(request) if c["name"] in tools
-    ]
+    known_calls = natural_calls(request, known) or planned_calls(request, known)
+    natural = [c for c in known_calls if c["name"] in tools]
     choice = request.get("tool_choice", "auto")
     if choice == "none":
         if not defects.has(TOOL_CHOICE_NONE_IGNORED):

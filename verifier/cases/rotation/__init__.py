@@ -11,7 +11,7 @@ fixed text under it), never the secret. Nothing here does I/O.
 
 from __future__ import annotations
 
-from .conversations import chat_case
+from .conversations import chat_case, reasoning_case, wire_case
 from .media import tokenizer_case, vision_case
 from .names import NAMES_ELSEWHERE
 from .secret import MIN_SECRET, SUFFIX, Rotation, Rotator, from_environment, is_twin
@@ -25,10 +25,12 @@ __all__ = [
     "Rotation",
     "Rotator",
     "chat_case",
+    "reasoning_case",
     "from_environment",
     "is_twin",
     "structured_case",
     "tokenizer_case",
     "tool_case",
     "vision_case",
+    "wire_case",
 ]

@@ -10,7 +10,7 @@ from typing import Any
 
 from ...jsontext import first_json
 from .names import QUALIFIERS, TOOL_SUFFIXES, Names, Node, Tree, rename_schema, rename_value
-from .wording import last_user, reworded
+from .wording import instructions, last_user, reword_instructions, reworded
 
 
 def structured_case(data: Mapping[str, Any], rng: random.Random) -> dict[str, Any]:
@@ -19,9 +19,9 @@ def structured_case(data: Mapping[str, Any], rng: random.Random) -> dict[str, An
     A JSON Schema's property names change (in schemas that name properties only in
     ``properties`` and ``required``), with the JSON the prompt spells out, so the answer it
     asks for is the same answer in the new names; a json_object case's spelled-out keys change
-    alike. Enumerations come in another order, the schema has another name, and the last user
-    message gets other words around it. A malformed format stays as written: its fault is the
-    case.
+    alike. Enumerations come in another order, the schema has another name, the last user
+    message gets other words around it and the system prompt another wording. A malformed
+    format stays as written: its fault is the case.
     """
     twin: dict[str, Any] = json.loads(json.dumps(data))
     names = Names({}, rng.choice(QUALIFIERS), camel=rng.random() < 0.5)
@@ -48,6 +48,7 @@ def structured_case(data: Mapping[str, Any], rng: random.Random) -> dict[str, An
             before = _prose_renamed(text[:start], node)
             text = before + renamed + _prose_renamed(text[end:], node)
         twin["messages"][index]["content"] = reworded(text, rng)
+    reword_instructions(twin["messages"], instructions(rng))
     return twin
 
 

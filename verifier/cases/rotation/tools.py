@@ -20,7 +20,7 @@ from .names import (
     renamed_key,
     tool_names,
 )
-from .wording import last_user, reworded
+from .wording import instructions, last_user, reword_instructions, reworded
 
 
 def _renumbered(data: dict[str, Any], index: int, rng: random.Random) -> None:
@@ -80,8 +80,9 @@ def tool_case(data: Mapping[str, Any], rng: random.Random) -> dict[str, Any]:
     Every tool gets another name; every parameter name another name (in schemas that name
     properties only in ``properties`` and ``required``); whole numbers the prompt states once
     and an expected argument takes move; the last user message gets other words around it;
-    the tools come in another order. Expected calls, the conversation's earlier calls, a named
-    ``tool_choice`` and the descriptions that name a tool follow.
+    the tools come in another order; a system prompt is worded otherwise. Expected calls, the
+    conversation's earlier calls, a named ``tool_choice`` and the descriptions that name a
+    tool follow.
     """
     twin: dict[str, Any] = json.loads(json.dumps(data))
     names = Names(
@@ -118,4 +119,5 @@ def tool_case(data: Mapping[str, Any], rng: random.Random) -> dict[str, Any]:
             choice["function"]["name"], choice["function"]["name"]
         )
     rng.shuffle(twin["tools"])
+    reword_instructions(twin["messages"], instructions(rng))
     return twin

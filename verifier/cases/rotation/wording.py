@@ -3,11 +3,28 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import Any
 
 # The words around a prompt that change nothing it asks.
 _OPENINGS = ("", "Hi! ", "Hello. ", "Quick question: ", "Please help: ", "Good morning! ")
 _CLOSINGS = ("", " Thanks!", " Thank you.", " Cheers.", " Much appreciated.")
+# Instructions the corpus gives again and again (structured output's 119 cases say the first),
+# each with others that ask the same: a twin never carries the published sentence.
+_PHRASINGS = (
+    (
+        "You answer with JSON only.",
+        "Reply with JSON and nothing else.",
+        "Answer only in JSON.",
+        "Your replies are JSON, with no other text.",
+        "Respond in JSON only.",
+    ),
+    ("You are terse.", "You keep answers short.", "Answer in few words.", "Be concise."),
+    ("Be brief.", "Keep it short.", "Answer briefly."),
+)
+# The words around a system prompt that change nothing it asks.
+_SYSTEM_OPENINGS = ("", "Instructions: ", "Note: ", "Your role: ")
+_SYSTEM_CLOSINGS = ("", " Thank you.", " Keep to this.")
 
 
 def last_user(messages: list[dict[str, Any]]) -> int | None:
@@ -40,3 +57,36 @@ def around(content: Any, opening: str, closing: str) -> Any:
         content[first] = {**content[first], "text": opening + content[first]["text"]}
         content[last] = {**content[last], "text": content[last]["text"] + closing}
     return content
+
+
+def instructions(rng: random.Random) -> Callable[[str], str]:
+    """A rewording of system prompts, the same for every one alike in a twin.
+
+    A common instruction gets another of its phrasings; every one gets other words around it
+    (never the same text), so no twin carries a system prompt as published.
+    """
+    opening, closing = rng.choice(_SYSTEM_OPENINGS), rng.choice(_SYSTEM_CLOSINGS)
+    chosen: dict[str, str] = {}
+
+    def reword(text: str) -> str:
+        if text not in chosen:
+            core = text
+            for phrasings in _PHRASINGS:
+                if text in phrasings:
+                    core = rng.choice([p for p in phrasings if p != text])
+            new = f"{opening}{core}{closing}"
+            chosen[text] = new if new != text else f"{_SYSTEM_OPENINGS[1]}{text}"
+        return chosen[text]
+
+    return reword
+
+
+def reword_instructions(messages: list[Any], reword: Callable[[str], str]) -> None:
+    """Every system (or developer) message's text reworded by `reword`, in place."""
+    for message in messages:
+        if (
+            isinstance(message, dict)
+            and message.get("role") in ("system", "developer")
+            and isinstance(message.get("content"), str)
+        ):
+            message["content"] = reword(message["content"])
