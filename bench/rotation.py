@@ -3,10 +3,10 @@
 Two measurements:
 
 - **The clean simulated vendor over many secrets.** For each secret the vendor is told it
-  (``verifier simulate --rotate``) and the verifier runs tool calling and structured output
-  with ``--rotate`` over chat: how many pairs each family compared, how many went either way,
-  and whether the ruling fired. The clean vendor is right on every case and every twin, so
-  any alarm here is a bug.
+  (``verifier simulate --rotate``) and the verifier runs every family whose cases vary with
+  ``--rotate`` over chat, both under the kimi-k2-thinking profile: how many pairs each family
+  compared, how many went either way, and whether the ruling fired. The clean vendor is
+  right on every case and every twin, so any alarm here is a bug.
 - **The decision rule under the null and under special-casing.** A vendor that treats every
   prompt alike, of accuracy A per case (each case's own chance drawn around A, the same for
   the case and its twin), answers P pairs; the verifier's own comparison
@@ -42,7 +42,16 @@ from verifier.scorecard.rotated import ALPHA, comparison  # noqa: E402
 from verifier.simulator.process import SimulatorProcess, child_env  # noqa: E402
 
 ENV = "VERIFIER_BENCH_ROTATION"
-FAMILIES = ("tool_calling", "structured_output")
+FAMILIES = (
+    "tool_calling",
+    "structured_output",
+    "chat_template",
+    "tokenizer",
+    "vision",
+    "wire",
+    "reasoning",
+)
+PROFILE = "kimi-k2-thinking"
 # Tool calling's pairs over one API (its 174 cases, 172 graded on both sides over chat).
 PAIRS = 172
 ACCURACIES = (0.5, 0.8, 0.95)
@@ -54,13 +63,13 @@ def clean_runs(secrets: int) -> list[dict[str, Any]]:
     rows = []
     for number in range(secrets):
         env = {ENV: f"bench-rotation-secret-{number:04d}"}
-        vendor = SimulatorProcess(["--rotate", ENV], env)
+        vendor = SimulatorProcess(["--profile", PROFILE, "--rotate", ENV], env)
         try:
             with tempfile.TemporaryDirectory() as folder:
                 command = [
                     *(sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"),
                     *("--endpoint", vendor.url, "--out", f"{folder}/out", "--rotate", ENV),
-                    *("--families", ",".join(FAMILIES), "--api", "chat"),
+                    *("--families", ",".join(FAMILIES), "--api", "chat", "--profile", PROFILE),
                     *("--repeats", "tool_calling=1", "--concurrency", "8"),
                 ]
                 subprocess.run(

@@ -540,7 +540,9 @@ def test_compare_the_real_server_with_simulated_vendors(
 
 
 # The text families whose cases vary (vision's process is another; its cases vary too).
-ROTATED = ("tool_calling", "structured_output", "chat_template", "tokenizer")
+# Reasoning is unsupported here (the profile states no thinking dialect): its twins are
+# judged against the thinking process (test_realserver_reasoning).
+ROTATED = ("tool_calling", "structured_output", "chat_template", "tokenizer", "wire")
 
 
 def test_rotate_judges_each_twin_as_its_case(
@@ -549,14 +551,15 @@ def test_rotate_judges_each_twin_as_its_case(
     """--rotate against the stock process: every twin gets its case's status and code.
 
     Over chat completions only: a twin takes its case's request path, so the other APIs
-    would repeat what chat shows. Last in the file: the process's prompt cache then holds
-    what the runs above asked, not this run's twins.
+    would repeat what chat shows. One tool-calling repeat and no generated wire cases (they
+    have no twins: the secret's seed draws them). Last in the file: the process's prompt
+    cache then holds what the runs above asked, not this run's twins.
     """
     run = verify(
         llama_server("stock").url,
         tmp_path / "out",
         *("--profile", KIMI_VISION_PROFILE, "--families", ",".join(ROTATED), "--api", "chat"),
-        *("--repeats", "tool_calling=3", "--rotate", ENV),
+        *("--repeats", "tool_calling=1", "--negative", "0", "--rotate", ENV),
         env={ENV: SECRET},
         timeout=1800,
     )

@@ -37,6 +37,7 @@ import pytest
 
 from tests.conftest import VerifierRun, compare, family_cells, verify
 from tests.llama.server import LlamaServer
+from tests.rotation_pairs import ENV, SECRET, judged_alike
 from verifier import resources
 from verifier.cases.corpus import load_corpus
 
@@ -165,3 +166,19 @@ def test_the_comparison_marks_the_misconfigured_processes(
     assert "▼" not in cells["thinking"]["reasoning"]
     assert "▼" in cells["thinking-unparsed"]["reasoning"]
     assert "▼" in cells["thinking-no-budget"]["reasoning"]
+
+
+def test_rotate_judges_each_twin_as_its_case(
+    llama_server: Callable[[str], LlamaServer], kimi_thinking_profile: str, tmp_path: Path
+) -> None:
+    """--rotate against the parsed process: every reasoning twin gets its case's status and
+    code (prompts and instructions worded otherwise; tools keep their names)."""
+    run = verify(
+        llama_server("thinking").url,
+        tmp_path / "out",
+        *("--profile", kimi_thinking_profile, "--families", "reasoning", "--api", "chat"),
+        *("--rotate", ENV),
+        env={ENV: SECRET},
+        timeout=900,
+    )
+    judged_alike(run, ("reasoning",))
