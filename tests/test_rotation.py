@@ -483,6 +483,20 @@ def test_the_simulated_vendor_told_a_secret_knows_each_twins_own_calls() -> None
             assert natural_calls(request, rotation) == expected, (number, case.id)
 
 
+def test_the_simulated_vendor_told_a_secret_knows_each_reasoning_twins_plan() -> None:
+    """An agent loop's twin is worded otherwise: its plan is known from the secret alone."""
+    from verifier.simulator.oracle import planned_calls
+
+    loops = [c for c in load_corpus(["reasoning"]).cases if "calls" in c.data]
+    assert loops
+    for case in loops:
+        made = ROTATION.twin(case, reasoning_case)
+        assert made is not None
+        request = {"messages": made.data["messages"], "tools": made.data.get("tools", [])}
+        assert planned_calls(request) == [], case.id
+        assert planned_calls(request, ROTATION) == [case.data["calls"][0]], case.id
+
+
 def system_prompts(data: Any) -> list[str]:
     """Every system prompt of a case: its messages', its request's, a baseline's."""
     found: list[str] = []
