@@ -373,8 +373,9 @@ ROWS: tuple[Row, ...] = (
         "undecodable image are such requests too",
         # Each held request costs the whole timeout, once (no retry): 10 s, so that a valid
         # request on a loaded machine (a 4096-pixel image took 0.26 s idle) never times out
-        # (one did at 2 s, under CI's load), with 8 cases in flight to wait on them together.
-        verifier=("--timeout", "10", "--max-retries", "0", "--concurrency", "8"),
+        # (one did at 2 s, under CI's load), with 32 cases in flight to wait on them together
+        # (at 8, the default generated set's held requests took 117 s; at 32, 35 s).
+        verifier=("--timeout", "10", "--max-retries", "0", "--concurrency", "32"),
         structured_output={"malformed_format_hang"},
         vision={"invalid_image_hang"},
         wire={"invalid_request_hang"},

@@ -224,7 +224,7 @@ def test_floor() -> None:
     record = bench(
         "floor",
         *("--concurrency", "4", "--latency-ms", "20", "--negative", "3"),
-        *("--families", "wire", "--no-warmup"),
+        *("--families", "vision", "--no-warmup"),
     )
     suite, tools, bad = record["suite"], record["tool_calling"], record["generated"]
     assert suite["bare_requests"] == suite["requests"] and suite["cpu_ratio"] > 0
