@@ -745,13 +745,14 @@ def test_compare_the_two_vendors(
 def test_vllm_under_rotate_judges_each_twin_as_its_case(
     vllm_server: VllmServer, model: Path, tmp_path: Path
 ) -> None:
-    """--rotate against vLLM: the two families that generate, on the trimmed corpus.
+    """--rotate against vLLM: the two families that generate, and wire, on the trimmed corpus.
 
     ``-k`` selects each kept case's twin with it (a twin's id holds its case's). Over chat
-    completions only, as llama-server's rotated run. The verdicts are the unrotated run's
-    (tool calling fails, structured output passes) and both comparisons are alike; two twins
-    are judged otherwise than their cases, each by a behaviour TestVllm.test_tool_calling
-    records, which the other wording shows on another case:
+    completions only, as llama-server's rotated run, and without the generated wire cases
+    (they have no twins). The verdicts are the unrotated run's (tool calling and wire fail,
+    structured output passes) and every comparison is alike; four twins are judged otherwise
+    than their cases, each by a behaviour TestVllm records, which the other wording shows on
+    another case:
 
     - forced-nested-shipment: the twin's named call is made, and its arguments break the
       schema (vLLM does not constrain a named tool_choice's arguments), where the case's call
@@ -759,21 +760,27 @@ def test_vllm_under_rotate_judges_each_twin_as_its_case(
     - multiple-stock-microsoft: under auto, the model starts a ``<tool_call>`` for the twin
       and does not close it; the hermes parser extracts only closed blocks, so the markup
       stays in content (the case's answer makes no call and passes).
+    - logprobs-plain and logprobs-top-20 (TestVllm.test_wire): vLLM lists the end-of-turn
+      token ``<|im_end|>`` last in logprobs, which the content leaves out, whenever the answer
+      ends on its own; an answer cut at its token cap lists no such token and passes. The
+      case "Say hello." ends on its own and its twin runs to the cap (a row of emoji); the
+      case "Name a colour." runs to its cap of 16 and its twin ends on its own.
     """
     run = verify(
         vllm_server.url,
         tmp_path / "out",
-        *("--profile", f"gguf:{model}", "--families", "tool_calling,structured_output"),
+        *("--profile", f"gguf:{model}", "--families", "tool_calling,structured_output,wire"),
         *("--api", "chat", "--repeats", "tool_calling=1", "-k", selection(), "--rotate", ENV),
+        *("--negative", "0"),
         *("--concurrency", str(VLLM_CONCURRENCY), "--timeout", str(VLLM_TIMEOUT)),
         env={ENV: SECRET},
         timeout=1800,
     )
     verdicts = {name: family["verdict"] for name, family in run.scorecard["families"].items()}
-    assert verdicts == {"tool_calling": "fail", "structured_output": "pass"}
+    assert verdicts == {"tool_calling": "fail", "structured_output": "pass", "wire": "fail"}
     judged_alike(
         run,
-        ("tool_calling", "structured_output"),
+        ("tool_calling", "structured_output", "wire"),
         {
             "tool_calling/forced-nested-shipment": (
                 ("fail", "markers_in_content"),
@@ -783,5 +790,7 @@ def test_vllm_under_rotate_judges_each_twin_as_its_case(
                 ("pass", None),
                 ("fail", "markers_in_content"),
             ),
+            "wire/logprobs-plain": (("fail", "logprobs_inconsistent"), ("pass", None)),
+            "wire/logprobs-top-20": (("pass", None), ("fail", "logprobs_inconsistent")),
         },
     )
