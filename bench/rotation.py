@@ -37,20 +37,14 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from verifier.cases.rotation import SUFFIX  # noqa: E402
+from verifier.config import FAMILY_NAMES  # noqa: E402
 from verifier.outcome import CaseRecord, Outcome, Status  # noqa: E402
 from verifier.scorecard.rotated import ALPHA, comparison  # noqa: E402
 from verifier.simulator.process import SimulatorProcess, child_env  # noqa: E402
 
 ENV = "VERIFIER_BENCH_ROTATION"
-FAMILIES = (
-    "tool_calling",
-    "structured_output",
-    "chat_template",
-    "tokenizer",
-    "vision",
-    "wire",
-    "reasoning",
-)
+# Every family whose cases vary: all but parity (its reference's prompts are the published).
+FAMILIES = tuple(name for name in FAMILY_NAMES if name != "parity")
 PROFILE = "kimi-k2-thinking"
 # Tool calling's pairs over one API (its 174 cases, 172 graded on both sides over chat).
 PAIRS = 172
