@@ -75,6 +75,40 @@ def test_the_sandbox_refuses_python_internals() -> None:
         raising.render([{"role": "user", "content": "x"}])
 
 
+ORDERED = (
+    "{% for m in messages %}{% for k, v in m.items() %}{{ k }}={{ v }};{% endfor %}{% endfor %}"
+)
+
+
+def test_a_conversation_rendered_again_is_remembered_in_its_own_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    template = ChatTemplate(ORDERED, {"bos_token": "<s>"})
+    fresh: list[object] = []
+    real = ChatTemplate._render_fresh
+
+    def counted(self: ChatTemplate, *args: object) -> object:
+        fresh.append(args)
+        return real(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ChatTemplate, "_render_fresh", counted)
+    user = {"role": "user", "content": "hi"}
+    first = template.render([user])
+    assert template.render([dict(user)]) == first and len(fresh) == 1
+    # The same keys in another order are another conversation to a template that loops on them.
+    other = template.render([{"content": "hi", "role": "user"}])
+    assert other.text == "content=hi;role=user;" != first.text and len(fresh) == 2
+    # Other settings, other variables: rendered anew, each remembered apart.
+    template.render([user], add_generation_prompt=False)
+    template.with_variables({"bos_token": "<b>"}).render([user])
+    assert len(fresh) == 4
+    # A template that reads the clock renders every time.
+    dated = ChatTemplate("{{ strftime_now('%Y') }}{{ messages[0].content }}")
+    dated.render([user])
+    dated.render([user])
+    assert len(fresh) == 6
+
+
 def test_rendering_does_not_change_the_callers_messages(kimi: Profile) -> None:
     messages = [{"role": "user", "content": "a <|im_end|> b"}]
     before = json.dumps(messages)

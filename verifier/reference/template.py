@@ -14,11 +14,13 @@ holds changes. Whitespace follows Hugging Face (``trim_blocks`` and
 
 from __future__ import annotations
 
+import collections
 import copy
 import dataclasses
 import datetime
 import json
 import re
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -73,6 +75,10 @@ def _tojson(
 
 def _strftime_now(format: str) -> str:  # noqa: A002 - the name templates use
     return datetime.datetime.now().strftime(format)
+
+
+# The renderings a template remembers (the most recently used).
+_REMEMBERED = 1024
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,6 +166,7 @@ class ChatTemplate:
     def __init__(self, source: str, variables: Mapping[str, Any] | None = None) -> None:
         self.source = source
         self.variables = dict(variables or {})
+        self._remember()
         # No loader: include, import and extends have nothing to read files with.
         environment = _Sandbox(
             trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"]
@@ -181,10 +188,20 @@ class ChatTemplate:
                 f"the chat template does not compile: {type(exc).__name__}: {_one_line(str(exc))}"
             ) from None
 
+    def _remember(self) -> None:
+        """Start an empty memory of renderings (one per template and variables)."""
+        # A run renders the same conversation again and again (a case's repeats, the prompt
+        # before each answer, the same answer each time): each conversation once. A template
+        # that reads the clock renders anew every time.
+        self._remembering = "strftime_now" not in self.source
+        self._memory: collections.OrderedDict[str, Rendered] = collections.OrderedDict()
+        self._lock = threading.Lock()
+
     def with_variables(self, variables: Mapping[str, Any]) -> ChatTemplate:
         """The same template rendering with `variables` as well (sharing its compilation)."""
         other = copy.copy(self)
         other.variables = {**self.variables, **variables}
+        other._remember()
         return other
 
     def render(
@@ -210,6 +227,37 @@ class ChatTemplate:
         Raises:
             TemplateError: the template raised, or failed on this conversation.
         """
+        key = self._key(messages, tools, add_generation_prompt, protect, kwargs)
+        if key is not None:
+            with self._lock:
+                if key in self._memory:
+                    self._memory.move_to_end(key)
+                    return self._memory[key]
+        rendered = self._render_fresh(messages, tools, add_generation_prompt, protect, kwargs)
+        if key is not None:
+            with self._lock:
+                self._memory[key] = rendered
+                if len(self._memory) > _REMEMBERED:
+                    self._memory.popitem(last=False)
+        return rendered
+
+    def _key(self, *arguments: Any) -> str | None:
+        """The arguments of a rendering as JSON, every dict in its order; None: not remembered."""
+        if not self._remembering:
+            return None
+        try:
+            return json.dumps(arguments, ensure_ascii=False)
+        except (TypeError, ValueError):
+            return None
+
+    def _render_fresh(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None,
+        add_generation_prompt: bool,
+        protect: Sequence[str],
+        kwargs: Mapping[str, Any],
+    ) -> Rendered:
         conversation = copy.deepcopy([dict(m) for m in messages])
         originals: list[str] = []
         if protect:
