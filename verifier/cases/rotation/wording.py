@@ -41,8 +41,7 @@ def wording(rng: random.Random) -> tuple[str, str]:
 
 def reworded(text: str, rng: random.Random) -> str:
     """The text with other words around it (never the same text)."""
-    opening, closing = wording(rng)
-    return f"{opening}{text}{closing}"
+    return str(around(text, *wording(rng)))
 
 
 def around(content: Any, opening: str, closing: str) -> Any:
