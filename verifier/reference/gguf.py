@@ -60,6 +60,8 @@ class GGUFTokenizer:
     eos_id: int | None
     add_bos: bool
     chat_template: str | None
+    context_length: int | None = None
+    rope_scaling: tuple[str, float, int | None] | None = None
 
 
 # GGUF value types (the GGUF specification's gguf_metadata_value_type) -> struct format.
@@ -149,6 +151,15 @@ def read_metadata(path: Path) -> GGUFTokenizer:
     if model is None:
         raise ConfigError(f"--profile gguf:{path}: the file has no tokenizer.ggml.model")
     bos, eos = values.get("tokenizer.ggml.bos_token_id"), values.get("tokenizer.ggml.eos_token_id")
+    # The model's own keys are named after its architecture (llama.context_length).
+    arch = values.get("general.architecture")
+    context = values.get(f"{arch}.context_length")
+    factor = values.get(f"{arch}.rope.scaling.factor")
+    kind = values.get(f"{arch}.rope.scaling.type")
+    scaling = None
+    if isinstance(factor, int | float) and kind not in (None, "none") and factor > 1:
+        original = values.get(f"{arch}.rope.scaling.original_context_length")
+        scaling = (str(kind), float(factor), int(original) if isinstance(original, int) else None)
     return GGUFTokenizer(
         model=str(model),
         pre=str(values.get("tokenizer.ggml.pre") or "default"),
@@ -159,6 +170,8 @@ def read_metadata(path: Path) -> GGUFTokenizer:
         eos_id=None if eos is None else int(eos),
         add_bos=bool(values.get("tokenizer.ggml.add_bos_token")),
         chat_template=values.get("tokenizer.chat_template"),
+        context_length=int(context) if isinstance(context, int) and context > 0 else None,
+        rope_scaling=scaling,
     )
 
 

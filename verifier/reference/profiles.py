@@ -176,6 +176,17 @@ class Profile:
         return pin is not None and 0 not in pin
 
     @property
+    def window(self) -> int | None:
+        """The context window the release states, in tokens, or None when it states none."""
+        tokens = (self.settings.get("limits") or {}).get("context_tokens")
+        return tokens if isinstance(tokens, int) else None
+
+    @property
+    def rope_scaling(self) -> Mapping[str, Any] | None:
+        """How the release stretches RoPE past its original training length, or None."""
+        return self.settings.get("rope_scaling")
+
+    @property
     def prompt_tokens_tolerance(self) -> int:
         """How far usage.prompt_tokens may stray from the local count (default 0)."""
         return int(self.settings.get("prompt_tokens_tolerance", 0))
@@ -438,6 +449,8 @@ def _settings(roots: Sequence[Path], name: str) -> dict[str, Any]:
     """
     settings: dict[str, Any] = dict(BUILTIN.get(name, {}))
     for root in reversed(roots):
+        if (root / "config.json").is_file():
+            settings = merged(settings, _release_window(_read_json(root / "config.json")))
         spec_file = root / "tokenizer_spec.json"
         if spec_file.is_file():
             data = _read_json(spec_file)
@@ -462,6 +475,36 @@ def _settings(roots: Sequence[Path], name: str) -> dict[str, Any]:
                 )
             settings = merged(settings, data)
     return settings
+
+
+def _release_window(config: Any) -> dict[str, Any]:
+    """The window a model's ``config.json`` states, as profile settings (empty: none).
+
+    ``max_position_embeddings`` is the context length the model was built for; ``rope_scaling``
+    (YaRN and its kin) says how far past its original training length that reaches.
+    """
+    if not isinstance(config, Mapping):
+        return {}
+    found: dict[str, Any] = {}
+    tokens = config.get("max_position_embeddings")
+    if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens > 0:
+        found["limits"] = {"context_tokens": tokens}
+    scaling = config.get("rope_scaling")
+    if isinstance(scaling, Mapping) and isinstance(scaling.get("factor"), int | float):
+        found["rope_scaling"] = rope_scaling(
+            scaling.get("type") or scaling.get("rope_type"),
+            scaling["factor"],
+            scaling.get("original_max_position_embeddings"),
+        )
+    return found
+
+
+def rope_scaling(kind: Any, factor: Any, original: Any) -> dict[str, Any]:
+    """A RoPE-scaling statement as the profile schema's ``rope_scaling`` holds it."""
+    statement: dict[str, Any] = {"type": str(kind or "unknown"), "factor": float(factor)}
+    if isinstance(original, int) and not isinstance(original, bool) and original > 0:
+        statement["original_context_tokens"] = original
+    return statement
 
 
 def load_profile(spec: str) -> Profile:
@@ -622,12 +665,18 @@ def load_gguf_profile(path: Path) -> Profile:
             f"--profile {where}: the tokenizer does not build: "
             f"{type(exc).__name__}: {' '.join(str(exc).split())}"
         ) from None
+    # The file states the model's window, as a release's config.json does.
+    settings: dict[str, Any] = {}
+    if meta.context_length is not None:
+        settings["limits"] = {"context_tokens": meta.context_length}
+    if meta.rope_scaling is not None:
+        settings["rope_scaling"] = rope_scaling(*meta.rope_scaling)
     profile = Profile(
         path.stem,
         path.resolve(),
         template,
         tokenizer,
-        {},
+        settings,
         bos_id=meta.bos_id if meta.add_bos else None,
     )
     try:
