@@ -529,7 +529,8 @@ class EndpointClient:
             case Count():
                 return self.count_tokens(dict(request.body), api=api, label=label)
             case Get():
-                return self.get(f"{self.root_url}{request.route}", label=label)
+                where = request.route if request.api else f"{self.root_url}{request.route}"
+                return self.get(where, label=label)
 
     def _shown(self, url: str) -> str:
         """`url` (a path of the base URL, or absolute) as the transcript records it."""

@@ -99,11 +99,15 @@ class Count:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Get:
-    """``GET`` a route of the server root (``/props``), parsed as JSON."""
+    """``GET`` a route of the server root (``/props``), parsed as JSON.
+
+    `api`: the route is the API's own, under the base URL (``/models``).
+    """
 
     route: str
     name: str
     observe: bool = False
+    api: bool = False
 
 
 def together(requests: Sequence[Chat], independent: bool = True) -> list[Chat]:
