@@ -80,10 +80,21 @@ def _stream(request: Request) -> bool:
     return isinstance(request, Raw) and request.stream
 
 
+# The window the endpoint's model list states (the context family reads it).
+MODELS = {"object": "list", "data": [{"id": "m", "object": "model", "max_model_len": 4096}]}
+
+
+def _route(request: Post | Get) -> ChatResult:
+    """The model list (with its window) for the API's route; a route of the server root: none."""
+    if isinstance(request, Get) and request.api:
+        return parse_completion(200, json.dumps(MODELS).encode(), {})
+    return parse_completion(404, b'{"error": {"message": "not found"}}', {})
+
+
 def no_choice(request: Request) -> ChatResult:
     """A 2xx answer with every field but a choice (a route of the server root: none there)."""
     if isinstance(request, Post | Get):
-        return parse_completion(404, b'{"error": {"message": "not found"}}', {})
+        return _route(request)
     return _answered(_body([], USAGE), _stream(request))
 
 
@@ -94,7 +105,7 @@ def no_usage(request: Request) -> ChatResult:
     loop needs a call to reach a follow-up), else it answers in words.
     """
     if isinstance(request, Post | Get):
-        return parse_completion(404, b'{"error": {"message": "not found"}}', {})
+        return _route(request)
     body = request.body if isinstance(request, Chat) else {}
     message: dict[str, Any] = {"role": "assistant", "content": "Fine."}
     message["reasoning_content"] = "I think."
@@ -180,6 +191,7 @@ READS_USAGE = {
     "tool_calling": ("category", "dynamic"),
     "vision": ("check", "tokens"),
     "reasoning": ("check", "agent_loop"),
+    "context": ("tokens", 1024),
 }
 
 

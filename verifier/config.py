@@ -38,6 +38,7 @@ FAMILY_NAMES = (
     "vision",
     "wire",
     "reasoning",
+    "context",
     "parity",
 )
 # The family that needs a reference to compare with: without one, it runs only when named.
@@ -269,6 +270,7 @@ class RunConfig:
     cases: tuple[Path, ...] = ()
     cases_only: bool = False
     rotate: str | None = None
+    max_context: int | None = None
 
     @property
     def endpoint_display(self) -> str:
@@ -307,6 +309,8 @@ class RunConfig:
             settings["apis"] = list(self.apis)
         if self.parity_method != "auto":
             settings["parity_method"] = self.parity_method
+        if self.max_context is not None:
+            settings["max_context"] = self.max_context
         if self.reference_endpoint is not None:
             settings["reference"] = {
                 "endpoint": redact_url(self.reference_endpoint),

@@ -222,6 +222,13 @@ _OPTIONS = (
         "logprobs)",
     ),
     _option(
+        "--max-context",
+        metavar="N",
+        parse=positive_int,
+        help="the context family's ladder stops at N prompt tokens (default: the window the "
+        "endpoint states, else the release's)",
+    ),
+    _option(
         "--load",
         metavar="C1,C2,...",
         parse=levels,
@@ -344,6 +351,7 @@ def pytest_configure(config: pytest.Config) -> None:
             cases=_cases_option(config.getoption("cases"), config.getoption("cases_only")),
             cases_only=config.getoption("cases_only"),
             rotate=config.getoption("rotate"),
+            max_context=config.getoption("max_context"),
         )
         from .run.session import start_session
 

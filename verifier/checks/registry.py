@@ -314,6 +314,7 @@ class RunContext:
         parity: the parity family's reference and logprobs (see :class:`ParityContext`).
         formats: the APIs other than chat that serve no structured output, each with why
             (see ``Capabilities.formats``).
+        max_context: ``--max-context``: the longest prompt the context family sends, or None.
     """
 
     model: str
@@ -326,6 +327,7 @@ class RunContext:
     observed: list[ChatResult] = dataclasses.field(default_factory=list)
     parity: ParityContext = ParityContext()
     formats: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    max_context: int | None = None
 
     def repeats_for(self, family: str) -> int:
         """How many times a case of `family` runs."""

@@ -79,6 +79,9 @@ def _strftime_now(format: str) -> str:  # noqa: A002 - the name templates use
 
 # The renderings a template remembers (the most recently used).
 _REMEMBERED = 1024
+# The longest arguments (as JSON) a rendering is remembered for: a long-context prompt would hold
+# megabytes per entry, and is rendered once per use anyway (milliseconds).
+_LONGEST_REMEMBERED = 100_000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -246,9 +249,10 @@ class ChatTemplate:
         if not self._remembering:
             return None
         try:
-            return json.dumps(arguments, ensure_ascii=False)
+            key = json.dumps(arguments, ensure_ascii=False)
         except (TypeError, ValueError):
             return None
+        return key if len(key) <= _LONGEST_REMEMBERED else None
 
     def _render_fresh(
         self,

@@ -1,0 +1,546 @@
+"""Long context: the window an endpoint states, honoured to its last token and refused past it.
+
+The window is read twice: from the model's release (the profile's ``limits.context_tokens``,
+its ``config.json`` or GGUF file, with any RoPE scaling) and from the endpoint (its model
+list's ``max_model_len``, ``context_length`` or ``meta.n_ctx``, llama-server's ``/props``; see
+:mod:`verifier.protocol.window`). The endpoint's figure is the one it is held to; without
+one, the release's. Every prompt is counted with the profile's own template and tokenizer.
+
+Checks (a case's ``check``):
+
+- ``window``: the stated window against the release's: ``window_below_release`` (a serving
+  window configured smaller than the model's), ``window_above_release``;
+- ``over_window``: a prompt 64 tokens past the window must be refused with a 4xx:
+  ``over_window_server_error`` (a 5xx), ``over_window_hang`` (no answer), ``prompt_truncated``
+  (answered, its ``prompt_tokens`` short of the prompt and within the window: tokens were
+  dropped to fit, without a word),
+  ``over_window_accepted`` (answered whole: the window is not the one stated),
+  ``over_window_refusal_unclear`` (a 4xx whose error does not say the request is too long),
+  and ``window_smaller_than_stated`` when the refusal names a smaller window than the one
+  stated;
+- ``output_past_window``: a prompt 48 tokens short of the window asking for a long answer must
+  be refused, or end with ``finish_reason`` ``length`` at the window: ``answer_past_window``
+  (prompt and the text delivered together run past the window, so the model no longer saw
+  the whole prompt when it wrote the last tokens: a context shift does that), and the two
+  above for errors;
+- ``needles``: a ladder rung. A prompt of about ``tokens`` tokens (``window``: the window less
+  room for the answer) with needles at 10%, 50% and 90% of its depth, each asked for by its
+  own question. ``prompt_tokens`` must grow from a 512-token prompt of the same needles by
+  exactly what the local count grows (a hidden system prompt or a constant skew cancel; they
+  are chat_template's): ``prompt_tokens_mismatch``, or ``prompt_truncated`` when the count is
+  short and the first needle was lost while a later one was read. A refusal within the window
+  that names a smaller one is ``window_smaller_than_stated`` (``window_below_release`` when
+  only the release states one); one that does not is ``refused_within_window`` (a smaller
+  window, or a count other than the release's: the evidence cannot tell). Retrieval is
+  accuracy, as tool calling's choices are: each needle's answer is graded exactly (its code,
+  as a number of its own) and reported in the family's table by length and depth with
+  intervals, never as a rung's failure, since a small model loses needles with length by
+  itself (SmolLM2-135M does past 1k tokens on every vendor). A needle the model misses in the
+  512-token prompt too is the model's limit and is left out of the table.
+
+Rungs past the window, and any prompt past ``--max-context``, are unsupported, saying which.
+The haystack and needles are drawn from the run's seed (``--rotate`` gives it from the
+secret).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Generator, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..errors import EndpointTimeout
+from ..outcome import CaseRecord, Finding
+from ..protocol import window as stated_windows
+from ..protocol.answers import ChatResult
+from ..protocol.requests import Chat, Exchange, Get, Request, together
+from ..protocol.window import StatedWindow
+from ..stats import rate, wilson_interval
+from .registry import QUICK, family
+from .support import haystack
+from .support.common import excerpt, hang_finding
+from .support.evidence import NO_PROMPT_TOKENS, counted, evidence_findings
+from .support.subchecks import Graded, SubCheck, Unsupported, run_checks, status_counts
+
+if TYPE_CHECKING:
+    from ..cases.corpus import Case
+    from ..config import RunConfig
+    from ..reference.profiles import Profile
+    from .registry import Contextualise, RunContext
+
+# How far past the window the over-window prompt reaches.
+PAST = 64
+# How far short of the window the output-past-window prompt stops, and what it asks for.
+SHORT_OF = 48
+PAST_OUTPUT = 256
+# The room a rung leaves for its answer, and the answer's cap (a code is a few tokens).
+ANSWER_ROOM = 64
+ANSWER_TOKENS = 16
+# The short prompt of the same needles a rung's counts and misses are compared with.
+ANCHOR = 512
+_NO_PROFILE = "no profile: prompts are counted with the model's own template and tokenizer"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Window:
+    """The window the endpoint is held to, and where it comes from.
+
+    Args:
+        stated: what the endpoint states, or None.
+        release: what the model's release states (tokens), or None.
+        original: the release's original training length, where RoPE scaling stretches it
+            to `release` (retrieval past it relies on the scaling being applied).
+    """
+
+    stated: StatedWindow | None
+    release: int | None
+    original: int | None = None
+
+    @property
+    def tokens(self) -> int | None:
+        """The endpoint's own figure, else the release's."""
+        return self.stated.tokens if self.stated is not None else self.release
+
+    @property
+    def source(self) -> str:
+        """Where the window held comes from."""
+        return self.stated.where if self.stated is not None else "the release"
+
+    def metrics(self) -> dict[str, Any]:
+        """The window's figures, for the outcome."""
+        return {
+            "window": self.tokens,
+            "stated": None if self.stated is None else self.stated.tokens,
+            "stated_by": None if self.stated is None else self.stated.where,
+            "release": self.release,
+            "release_original": self.original,
+        }
+
+
+def _profile(ctx: RunContext) -> Profile:
+    if ctx.profile is None:
+        raise Unsupported(_NO_PROFILE)
+    return ctx.profile
+
+
+def _window(ctx: RunContext, profile: Profile) -> Generator[Request, ChatResult, Window]:
+    """What the endpoint states (its model list, then /props) beside the release's figure."""
+    models = yield Get("/models", "models", api=True)
+    stated = stated_windows.from_models(models.body, ctx.model) if models.ok else None
+    if stated is None:
+        props = yield Get("/props", "props")
+        stated = stated_windows.from_props(props.body) if props.ok else None
+    original = (profile.rope_scaling or {}).get("original_context_tokens")
+    return Window(stated, profile.window, original if isinstance(original, int) else None)
+
+
+def _known(window: Window) -> int:
+    if window.tokens is None:
+        raise Unsupported(
+            "neither the endpoint (its model list, /props) nor the release states a window"
+        )
+    return window.tokens
+
+
+def _within_cap(tokens: int, cap: int | None) -> None:
+    if cap is not None and tokens > cap:
+        raise Unsupported(f"a prompt of {tokens:,} tokens is past --max-context {cap:,}")
+
+
+def window_findings(window: Window) -> list[Finding]:
+    """The stated window against the release's (pure)."""
+    stated, release = window.stated, window.release
+    if stated is None or release is None or stated.tokens == release:
+        return []
+    below = stated.tokens < release
+    return [
+        Finding(
+            "window_below_release" if below else "window_above_release",
+            f"{stated.where} states a window of {stated.tokens:,} tokens; the release's is "
+            f"{release:,}",
+            expected=release,
+            actual=stated.tokens,
+        )
+    ]
+
+
+def _check_window(case: Case, ctx: RunContext) -> Graded:
+    profile = _profile(ctx)
+    window = yield from _window(ctx, profile)
+    if window.stated is None:
+        _known(window)
+        raise Unsupported(
+            f"the endpoint states no window (its model list, /props); the release's is "
+            f"{window.release:,} tokens"
+        )
+    if window.release is None:
+        raise Unsupported(
+            f"the release states no window to compare with; {window.stated.where} states "
+            f"{window.stated.tokens:,} tokens"
+        )
+    return window_findings(window), window.metrics()
+
+
+def refusal_findings(result: ChatResult, window: Window, what: str) -> list[Finding]:
+    """What an answer that must be a refusal got wrong, given it is not a 2xx (pure)."""
+    error = result.error_object
+    said = f": {(error or {}).get('message', '')!s:.200}" if error else ""
+    if result.status >= 500:
+        return [
+            Finding(
+                "over_window_server_error",
+                f"{what} got HTTP {result.status}, a server error, not a 4xx{said}",
+                expected="4xx",
+                actual=result.status,
+            )
+        ]
+    named = stated_windows.from_refusal(error)
+    if window.stated is not None and named is not None and named < window.stated.tokens:
+        return [_smaller(window, f"{what} was refused as past a window of {named:,} tokens")]
+    if not stated_windows.says_length(error):
+        return [
+            Finding(
+                "over_window_refusal_unclear",
+                f"{what} was refused with HTTP {result.status}, but the refusal does not say the "
+                f"request is too long{said or ' (no error object)'}",
+                expected="an error saying the context is exceeded",
+                actual=(error or {}).get("message"),
+            )
+        ]
+    return []
+
+
+def _smaller(window: Window, how: str) -> Finding:
+    assert window.tokens is not None
+    if window.stated is None:
+        return Finding(
+            "window_below_release",
+            f"{how}, within the release's window of {window.tokens:,} tokens",
+            expected=window.tokens,
+        )
+    return Finding(
+        "window_smaller_than_stated",
+        f"{how}, within the {window.tokens:,} tokens {window.stated.where} states",
+        expected=window.tokens,
+    )
+
+
+def within_window_refusal(result: ChatResult, window: Window, tokens: int) -> Finding:
+    """A prompt the release counts within the window was refused (pure).
+
+    A refusal that names a smaller window than the one held to says the window is smaller;
+    one that names none, or the same, leaves two readings: a smaller window, or a count of the
+    prompt other than the release's (``refused_within_window``, the message says both).
+    """
+    named = stated_windows.from_refusal(result.error_object)
+    how = f"a prompt of {tokens:,} tokens was refused (HTTP {result.status}"
+    if named is not None and window.tokens is not None and named < window.tokens:
+        return _smaller(window, f"{how}, as past a window of {named:,} tokens)")
+    assert window.tokens is not None
+    said = f", as past a window of {named:,} tokens" if named is not None else ""
+    return Finding(
+        "refused_within_window",
+        f"{how}{said}) within the {window.tokens:,} tokens {window.source} gives: its window is "
+        "smaller, or it counts the prompt otherwise than the release (see chat_template and "
+        "tokenizer)",
+        expected=f"an answer to {tokens:,} prompt tokens",
+        actual=result.status,
+    )
+
+
+def _truncated(prompt: int, local: int, what: str) -> Finding:
+    return Finding(
+        "prompt_truncated",
+        f"{what} was answered with prompt_tokens {prompt:,}, short of its {local:,} tokens: "
+        f"{local - prompt:,} were dropped without a word",
+        "$.usage.prompt_tokens",
+        expected=local,
+        actual=prompt,
+    )
+
+
+def _ask(hay: haystack.Haystack, question: str, ctx: RunContext, max_tokens: int) -> dict[str, Any]:
+    return ctx.request(messages=hay.messages(question), max_tokens=max_tokens)
+
+
+def _check_over_window(case: Case, ctx: RunContext) -> Graded:
+    profile = _profile(ctx)
+    window = yield from _window(ctx, profile)
+    limit = _known(window)
+    _within_cap(limit + PAST, ctx.max_context)
+    question = haystack.SUMMARY_QUESTION
+    hay, local = haystack.build(profile, limit + PAST, ctx.seed, (), question)
+    if local <= limit:
+        raise Unsupported(f"no prompt past the window could be built ({local:,} tokens)")
+    metrics = {**window.metrics(), "tokens": local}
+    what = f"a prompt of {local:,} tokens, past the window of {limit:,} ({window.source})"
+    try:
+        result = yield Chat(
+            _ask(hay, question, ctx, ANSWER_TOKENS), "past-window", keep_persistent_5xx=True
+        )
+    except EndpointTimeout as exc:
+        return [hang_finding(exc, what, "over_window")], metrics
+    metrics["status"] = result.status
+    if not result.ok:
+        metrics["refusal"] = excerpt(str((result.error_object or {}).get("message", "")), 200)
+        return refusal_findings(result, window, what), metrics
+    prompt = counted(result, "past-window")
+    metrics["prompt_tokens"] = prompt
+    # Short of the prompt and within the window: what dropping tokens to fit gives.
+    if prompt is not None and prompt < local and prompt <= limit:
+        return [_truncated(prompt, local, what)], metrics
+    return [
+        Finding(
+            "over_window_accepted",
+            f"{what} was answered (HTTP {result.status}, prompt_tokens {prompt}), not refused: "
+            "the endpoint does not hold to the window",
+            expected="4xx",
+            actual=result.status,
+        )
+    ], metrics
+
+
+def _check_output_past_window(case: Case, ctx: RunContext) -> Graded:
+    profile = _profile(ctx)
+    window = yield from _window(ctx, profile)
+    limit = _known(window)
+    _within_cap(limit, ctx.max_context)
+    question = haystack.COUNT_QUESTION
+    hay, local = haystack.build(profile, limit - SHORT_OF, ctx.seed, (), question)
+    metrics = {**window.metrics(), "tokens": local, "max_tokens": PAST_OUTPUT}
+    what = (
+        f"a prompt of {local:,} tokens with max_tokens {PAST_OUTPUT}, past the window of "
+        f"{limit:,} ({window.source}) together"
+    )
+    try:
+        result = yield Chat(
+            _ask(hay, question, ctx, PAST_OUTPUT), "to-window", keep_persistent_5xx=True
+        )
+    except EndpointTimeout as exc:
+        return [hang_finding(exc, what, "over_window")], metrics
+    metrics["status"] = result.status
+    if not result.ok:
+        metrics["refusal"] = excerpt(str((result.error_object or {}).get("message", "")), 200)
+        return refusal_findings(result, window, what), metrics
+    prompt = counted(result, "to-window")
+    if prompt is None:
+        raise Unsupported(NO_PROMPT_TOKENS, metrics)
+    assert result.choice is not None
+    finish = result.choice.finish_reason
+    # The text delivered, counted by the release's tokenizer: the bill is output accounting's.
+    made = len(profile.tokenizer.encode_ordinary(result.choice.content or ""))
+    # Either count of the prompt may be the right one (a skewed bill, a vendor that renders
+    # fewer tokens): the answer is held to the smaller, so neither error makes it run over.
+    used = min(prompt, local) + made
+    metrics.update(prompt_tokens=prompt, delivered_tokens=made, finish_reason=finish)
+    if used > limit:
+        return [
+            Finding(
+                "answer_past_window",
+                f"{what} was answered with {made:,} tokens of text after a prompt of "
+                f"{min(prompt, local):,}: {used - limit:,} past the window, so the model no "
+                "longer saw the whole prompt when it wrote the last of them (as a context "
+                "shift does, dropping the oldest tokens to make room)",
+                "$.choices[0].message.content",
+                expected=f"at most {limit:,} tokens in all",
+                actual=used,
+            )
+        ], metrics
+    if finish != "length" and used < limit:
+        raise Unsupported(
+            f"the answer ended by itself ({finish}) {limit - used:,} tokens short of the "
+            "window: nothing shows what the endpoint does there",
+            metrics,
+        )
+    return [], metrics
+
+
+def _rung(case: Case, window: Window, cap: int | None) -> int:
+    """The rung's length, or Unsupported saying why it is skipped."""
+    limit = _known(window)
+    wanted = case.data["tokens"]
+    top = limit - ANSWER_ROOM
+    if wanted == "window":
+        if cap is not None and cap < limit:
+            raise Unsupported(f"--max-context {cap:,} is below the window ({limit:,} tokens)")
+        return top
+    if wanted > top:
+        raise Unsupported(
+            f"{wanted:,} tokens and an answer do not fit the window of {limit:,} ({window.source})"
+        )
+    _within_cap(wanted, cap)
+    return int(wanted)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Asked:
+    """One question of a rung: the needle, the prompt's local count, and its answer."""
+
+    needle: haystack.Needle
+    local: int
+    result: ChatResult
+
+
+def _questions(
+    profile: Profile, ctx: RunContext, tokens: int, needles: Sequence[haystack.Needle], name: str
+) -> Generator[Request, ChatResult, list[Asked]]:
+    """Each needle's question asked of one haystack of about `tokens` tokens."""
+    hay, _ = haystack.build(profile, tokens, ctx.seed, needles, needles[0].question)
+    bodies = [_ask(hay, n.question, ctx, ANSWER_TOKENS) for n in needles]
+    sent = together(
+        [Chat(b, f"{name}-{n.depth:.0%}") for b, n in zip(bodies, needles, strict=True)]
+    )
+    asked: list[Asked] = []
+    for request, needle in zip(sent, needles, strict=True):
+        result = yield request
+        asked.append(Asked(needle, haystack.count(profile, hay, needle.question), result))
+    return asked
+
+
+def _answer(result: ChatResult) -> str | None:
+    return result.choice.content if result.choice is not None else None
+
+
+def count_findings(
+    long: Asked, anchor: Asked, prompt: int, anchor_prompt: int, front_lost: bool
+) -> list[Finding]:
+    """A long prompt's count against the anchor's, by difference (pure).
+
+    Fewer tokens than the text has are dropped tokens only where the retrieval says so too
+    (`front_lost`: the first needle lost, a later one read): ``prompt_truncated``. Otherwise the
+    counts disagree and no more is known (a tokenizer that splits the filler otherwise would
+    do the same): ``prompt_tokens_mismatch``.
+    """
+    want, got = long.local - anchor.local, prompt - anchor_prompt
+    if got == want:
+        return []
+    what = (
+        f"the prompt of {long.local:,} tokens (needle at {long.needle.depth:.0%}) costs "
+        f"{got:,} prompt tokens more than the {anchor.local:,}-token one; the local count says "
+        f"{want:,}"
+    )
+    if got < want and front_lost:
+        return [
+            Finding(
+                "prompt_truncated",
+                f"{what}: {want - got:,} were dropped without a word, the first needle with "
+                "them (a later one was read)",
+                "$.usage.prompt_tokens",
+                expected=want,
+                actual=got,
+            )
+        ]
+    return [
+        Finding(
+            "prompt_tokens_mismatch",
+            what,
+            "$.usage.prompt_tokens",
+            expected=want,
+            actual=got,
+        )
+    ]
+
+
+def _check_needles(case: Case, ctx: RunContext) -> Graded:
+    profile = _profile(ctx)
+    window = yield from _window(ctx, profile)
+    tokens = _rung(case, window, ctx.max_context)
+    needles = haystack.needles(ctx.seed)
+    metrics: dict[str, Any] = {**window.metrics(), "rung": case.data["tokens"]}
+    long = yield from _questions(profile, ctx, tokens, needles, "long")
+    metrics["tokens"] = long[0].local
+    refused = [a for a in long if not a.result.ok]
+    if refused:
+        metrics["status"] = refused[0].result.status
+        return [within_window_refusal(refused[0].result, window, long[0].local)], metrics
+    findings = [f for a in long for f in evidence_findings(a.result, f"long-{a.needle.depth:.0%}")]
+    if findings:
+        return findings, metrics
+    anchors = {needles[0]: (yield from _questions(profile, ctx, ANCHOR, needles[:1], "short"))[0]}
+    anchor = anchors[needles[0]]
+    if not anchor.result.ok:
+        raise Unsupported(f"the {ANCHOR}-token prompt was refused (HTTP {anchor.result.status})")
+    anchor_prompt = counted(anchor.result, "short-10%")
+    prompts = [counted(a.result, f"long-{a.needle.depth:.0%}") for a in long]
+    if anchor_prompt is None or None in prompts:
+        raise Unsupported(NO_PROMPT_TOKENS, metrics)
+    metrics["prompt_tokens"] = prompts
+    retrieval: list[dict[str, Any]] = []
+    for asked in long:
+        found = asked.needle.found_in(_answer(asked.result))
+        control = anchors.get(asked.needle)
+        if not found and control is None:
+            control = (yield from _questions(profile, ctx, ANCHOR, [asked.needle], "short"))[0]
+        short = None if control is None else control.needle.found_in(_answer(control.result))
+        # A needle the model misses in the short prompt too is past what it can do anywhere.
+        graded = found or bool(short)
+        retrieval.append(
+            {"depth": asked.needle.depth, "found": found if graded else None, "short": short}
+        )
+    metrics["needles"] = retrieval
+    front_lost = retrieval[0]["found"] is False and retrieval[-1]["found"] is True
+    for asked, prompt in zip(long, prompts, strict=True):
+        assert prompt is not None
+        findings += count_findings(asked, anchor, prompt, anchor_prompt, front_lost)
+    return findings, metrics
+
+
+RUNS: dict[str, SubCheck] = {
+    "window": _check_window,
+    "over_window": _check_over_window,
+    "output_past_window": _check_output_past_window,
+    "needles": _check_needles,
+}
+
+
+def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The window's figures, and retrieval by length and depth with intervals (pure)."""
+    window: dict[str, Any] = {}
+    retrieval: dict[str, dict[str, Any]] = {}
+    depths: dict[str, list[bool]] = {}
+    for record in records:
+        metrics = record.outcome.metrics
+        for key in ("window", "stated", "stated_by", "release", "release_original"):
+            if metrics.get(key) is not None:
+                window.setdefault(key, metrics[key])
+        if metrics.get("check") != "needles" or "needles" not in metrics:
+            continue
+        graded = [n for n in metrics["needles"] if n["found"] is not None]
+        found = sum(1 for n in graded if n["found"])
+        for needle in graded:
+            depths.setdefault(f"{needle['depth']:.0%}", []).append(needle["found"])
+        interval = wilson_interval(found, len(graded))
+        retrieval[str(metrics["tokens"])] = {
+            "by_depth": {f"{n['depth']:.0%}": n["found"] for n in metrics["needles"]},
+            "found": found,
+            "graded": len(graded),
+            "interval": None if interval is None else [round(x, 3) for x in interval],
+        }
+    ordered = dict(sorted(retrieval.items(), key=lambda item: int(item[0])))
+    return {
+        "window": window,
+        "retrieval": ordered,
+        "retrieval_by_depth": {depth: rate(sum(v), len(v)) for depth, v in sorted(depths.items())},
+        "checks": status_counts(records),
+    }
+
+
+def cost(case: Case) -> float:
+    """A rung costs by its length (its three questions share one prefix); the others, one."""
+    tokens = case.data.get("tokens")
+    if tokens == "window":
+        return 64.0
+    if isinstance(tokens, int):
+        return 1.0 + tokens / 4096
+    return 1.0 if case.data["check"] != "window" else QUICK
+
+
+def before_run(run: RunConfig, baseline: Mapping[str, Any] | None) -> Contextualise:
+    """The ladder's cap (``--max-context``)."""
+    return lambda probed: {"max_context": run.max_context}
+
+
+@family("context", summarize=summarize, cost=cost, before_run=before_run)
+def run(case: Case, ctx: RunContext) -> Exchange:
+    """The window stated and honoured: refused past it, every token counted and read up to it."""
+    return (yield from run_checks(case, ctx, RUNS))
