@@ -1,4 +1,4 @@
-"""Every defect of the simulated vendor with the exact codes each of the eight families gives.
+"""Every defect of the simulated vendor with the exact codes each of the nine families gives.
 
 One row per catalogue entry: the vendor is started with that defect alone, the verifier runs
 every family, and each family's codes must be exactly the row's set (a family the row does not
@@ -10,12 +10,12 @@ four more of the same request prove nothing more about a defect that is not abou
 determinism; the two determinism rows send four (two of each mode, to compare within one).
 The other families send each case once, their default.
 
-Every row runs all eight families (parity against the same vendor without the defect) but
+Every row runs all nine families (parity against the same vendor without the defect) but
 these, whose effect lands on whichever request comes next or costs seconds per request:
 
 - transport faults run tool calling (a non-stream and a stream answer per case) and wire (every
   request shape): a fault hits every chat request alike, whichever family sent it, and a
-  Retry-After or a held request costs seconds each, so the other six families would add
+  Retry-After or a held request costs seconds each, so the other seven families would add
   minutes and prove nothing more (``http-429-retry-after``: wire alone);
 - ``invalid-request-poisons`` and ``invalid-request-slows`` run the generated bad requests
   alone, one at a time: the request a refusal poisons or holds is the next one sent, which in
@@ -44,6 +44,7 @@ FAMILIES = (
     "vision",
     "wire",
     "reasoning",
+    "context",
     "parity",
 )
 
@@ -61,7 +62,7 @@ class Row:
             thinking dialect and sampling policies).
         verifier: verifier options (``--repeats tool_calling=2`` unless they say otherwise).
         why: why a second code or family is right, where there is one.
-        families: the families run (all eight but for transport faults; parity compares the
+        families: the families run (all nine but for transport faults; parity compares the
             vendor with itself clean).
         vendor: options of the vendor beside its defect (both sides of parity get them).
     """
@@ -325,8 +326,10 @@ ROWS: tuple[Row, ...] = (
     _row(
         "invalid-request-500",
         "the vendor answers every request it cannot parse with a 500: a malformed "
-        "response_format and an undecodable image are such requests too",
+        "response_format, an undecodable image and a prompt past the window are such requests "
+        "too",
         structured_output={"malformed_format_5xx"},
+        context={"over_window_server_error"},
         vision={"invalid_image_5xx"},
         wire={"invalid_request_5xx"},
     ),
@@ -369,14 +372,15 @@ ROWS: tuple[Row, ...] = (
     ),
     _row(
         "invalid-request-hang",
-        "the vendor holds every request it cannot parse: a malformed response_format and an "
-        "undecodable image are such requests too",
+        "the vendor holds every request it cannot parse: a malformed response_format, an "
+        "undecodable image and a prompt past the window are such requests too",
         # Each held request costs the whole timeout, once (no retry): 10 s, so that a valid
         # request on a loaded machine (a 4096-pixel image took 0.26 s idle) never times out
         # (one did at 2 s, under CI's load), with 32 cases in flight to wait on them together
         # (at 8, the default generated set's held requests took 117 s; at 32, 35 s).
         verifier=("--timeout", "10", "--max-retries", "0", "--concurrency", "32"),
         structured_output={"malformed_format_hang"},
+        context={"over_window_hang"},
         vision={"invalid_image_hang"},
         wire={"invalid_request_hang"},
     ),
@@ -393,6 +397,7 @@ ROWS: tuple[Row, ...] = (
         vision={"answer_mismatch", "undelivered_tokens"},
         wire={"undelivered_tokens"},
         parity={"undelivered_tokens"},
+        context={"undelivered_tokens"},
     ),
     _row(
         "reasoning-dropped",
@@ -443,7 +448,13 @@ ROWS: tuple[Row, ...] = (
     # Every streamed logprob 0.01 lower moves parity's first (streamed) answer by less than
     # its tolerance of 0.01 total variation.
     _row("stream-logprobs-differ", wire={"stream_logprobs_differ"}),
-    _row("max-tokens-not-honoured", wire={"max_tokens_not_honoured"}),
+    _row(
+        "max-tokens-not-honoured",
+        "the answer near the window is capped there: one token past max_tokens is one past "
+        "the window",
+        wire={"max_tokens_not_honoured"},
+        context={"answer_past_window"},
+    ),
     _row(
         "completion-tokens-inflated",
         "every answer of more than a few tokens is billed twice its delivery, whichever family "
@@ -454,6 +465,7 @@ ROWS: tuple[Row, ...] = (
         vision={"undelivered_tokens"},
         wire={"undelivered_tokens"},
         parity={"undelivered_tokens"},
+        context={"undelivered_tokens"},
     ),
     _row("seed-ignored", wire={"seed_not_reproducible"}),
     _row("sampling-limits-ignored", profile="small", wire={"sampling_limit_not_enforced"}),
@@ -507,11 +519,14 @@ ROWS: tuple[Row, ...] = (
         "the release's newest ids (detokenize_mismatch); chat prompts then count differently, "
         "and no rendering cause explains the counts (prompt_tokens_mismatch); its answers "
         "are billed in the old vocabulary's tokens, more than the release's tokenizer counts "
-        "in what they delivered (undelivered_tokens)",
+        "in what they delivered (undelivered_tokens); a long prompt's filler counts more "
+        "tokens than the release's count (prompt_tokens_mismatch), and the prompt that fills "
+        "the window by the release's count is over it by the vendor's (refused_within_window)",
         chat_template={"prompt_tokens_mismatch"},
         tokenizer={"token_ids_mismatch", "detokenize_mismatch"},
         tool_calling={"undelivered_tokens"},
         wire={"undelivered_tokens"},
+        context={"prompt_tokens_mismatch", "refused_within_window"},
     ),
     _row("tokenize-endpoint-disagrees", tokenizer={"tokenize_endpoint_disagrees"}),
     # vision
@@ -593,6 +608,20 @@ ROWS: tuple[Row, ...] = (
         "response-format-ignored-when-thinking",
         profile="small",
         reasoning={"structured_output_invalid"},
+    ),
+    # context: the vendor's window is the profile's (Kimi K2 Instruct's 131,072 tokens), which
+    # its model list states as max_model_len.
+    # The prompt past the window, the prompt near it and the rung that fills it are each
+    # refused as past half the stated window.
+    _row("window-smaller-than-stated", context={"window_smaller_than_stated"}),
+    _row("prompt-truncated-front", context={"prompt_truncated"}),
+    _row("context-shift", context={"answer_past_window"}),
+    _row("over-window-500", context={"over_window_server_error"}),
+    _row(
+        "over-window-hang",
+        # The one held request costs the whole timeout, once, while the others go on.
+        verifier=("--timeout", "10", "--max-retries", "0", "--concurrency", "8"),
+        context={"over_window_hang"},
     ),
     # parity: the vendor against itself clean (check_row starts the reference).
     _row("weights-perturbed", parity={"distribution_shift"}),

@@ -136,6 +136,14 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
         "the verifier choose that profile",
     )
     parser.add_argument(
+        "--window",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the context window served, in tokens, stated in /v1/models as max_model_len "
+        "(default: the profile's, the release's; none without a profile)",
+    )
+    parser.add_argument(
         "--no-vision",
         action="store_true",
         help="serve a text-only model: image parts are refused with HTTP 400",
@@ -209,6 +217,9 @@ def _bind(
     rotation: Rotation | None,
 ) -> SimulatorServer | None:
     """Pace the answers and bind the server; on a bad option or port, report it, return None."""
+    if args.window is not None and args.window < 1:
+        sys.stderr.write(f"verifier simulate: error: --window must be >= 1, given {args.window}\n")
+        return None
     rate = args.tokens_per_second
     if rate is not None and not 0 < rate < float("inf"):
         sys.stderr.write(
@@ -230,6 +241,7 @@ def _bind(
             chat_only=args.chat_only,
             redact_thinking=args.redact_thinking,
             rotation=rotation,
+            window=args.window,
             served_model=args.served_model,
             fault_seed=args.fault_seed,
             logit_noise=args.logit_noise,

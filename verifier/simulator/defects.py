@@ -342,6 +342,34 @@ CONTENT_CUT = _define(
     "usage bills the whole answer",
 )
 
+# context
+WINDOW_SMALLER_THAN_STATED = _define(
+    "window-smaller-than-stated",
+    "context",
+    "states its window in /v1/models (max_model_len) but refuses any prompt past half of it, "
+    "as a deployment whose KV-cache budget is smaller than its configured window",
+)
+PROMPT_TRUNCATED_FRONT = _define(
+    "prompt-truncated-front",
+    "context",
+    "answers a prompt past its window by dropping its first tokens until it fits, without a "
+    "word (usage.prompt_tokens counts what it kept)",
+)
+CONTEXT_SHIFT = _define(
+    "context-shift",
+    "context",
+    "lets an answer run on past the window, discarding the oldest tokens to make room (as "
+    "llama-server's --context-shift does), instead of ending it with finish_reason length",
+)
+OVER_WINDOW_500 = _define(
+    "over-window-500", "context", "answers a prompt past its window with HTTP 500"
+)
+OVER_WINDOW_HANG = _define(
+    "over-window-hang",
+    "context",
+    "never answers a prompt past its window (holds it until the client hangs up)",
+)
+
 # wire
 STREAM_NO_USAGE = _define(
     "stream-no-usage", "wire", "sends no usage chunk although include_usage is set"

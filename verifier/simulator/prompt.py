@@ -85,6 +85,13 @@ def old_vocabulary(tokenizer: TiktokenTokenizer) -> TiktokenTokenizer:
     )
 
 
+# The request key that tells the answer how many prompt tokens the vendor kept (its own
+# bookkeeping, never sent by a client: a dropped front is what prompt-truncated-front does).
+KEPT = "_kept_prompt_tokens"
+# A prompt (as its JSON key) this long is a long-context one: few of them are remembered.
+LONG_PROMPT = 100_000
+
+
 class PromptPath:
     """Render and tokenize requests as the simulated vendor does, defects included."""
 
@@ -192,14 +199,26 @@ class PromptPath:
                 prompt.get("chat_template_kwargs"),
             ]
         )
+        if len(key) > LONG_PROMPT:
+            return list(self._long_prompt_ids(key))
         return list(self._prompt_ids(key))
 
     @functools.lru_cache(maxsize=1024)  # noqa: B019 - one PromptPath per server, kept for its life
     def _prompt_ids(self, key: str) -> tuple[int, ...]:
-        """Render and tokenize the prompt that `key` names, once per prompt.
+        """The prompt `key` names, rendered and tokenized once.
 
         The same prompt comes again and again (a case's repeats, stream after non-stream).
         """
+        return self._fresh_ids(key)
+
+    @functools.lru_cache(maxsize=4)  # noqa: B019 - one PromptPath per server, kept for its life
+    def _long_prompt_ids(self, key: str) -> tuple[int, ...]:
+        # A long-context prompt holds megabytes of ids: the few latest are kept, for the
+        # requests that ask questions of the same haystack and for their usage.
+        return self._fresh_ids(key)
+
+    def _fresh_ids(self, key: str) -> tuple[int, ...]:
+        """Render and tokenize the prompt that `key` names."""
         messages, tools, add_generation_prompt, variables = json.loads(key)
         messages, tools = self.conversation({"messages": messages, "tools": tools})
         rendered = self._rendered(messages, tools, add_generation_prompt, variables)
@@ -215,10 +234,20 @@ class PromptPath:
         return tuple(ids)
 
     def prompt_tokens(self, request: Mapping[str, Any]) -> int:
-        """usage.prompt_tokens as the vendor reports it."""
+        """usage.prompt_tokens as the vendor reports it (what it kept, when it dropped some)."""
         skew = self.defects.param(PROMPT_TOKENS_SKEW)
+        kept = request.get(KEPT)
+        if isinstance(kept, int):
+            return kept + (int(skew) if skew else 0)
         images = self.eyes.prompt_tokens(request)
         return len(self.prompt_ids(request)) + images + (int(skew) if skew else 0)
+
+    def seen(self, request: Mapping[str, Any]) -> str:
+        """The prompt text the model reads: the whole of it, or the part the vendor kept."""
+        kept = request.get(KEPT)
+        if not isinstance(kept, int):
+            return self.render(request)
+        return self.tokenizer.decode(self.prompt_ids(request)[-kept:])
 
     def count(self, text: str) -> int:
         """Tokens of `text` under the vendor's tokenizer."""

@@ -55,6 +55,7 @@ from .defects import (
     Defects,
 )
 from .oracle import natural_calls, planned_calls
+from .recall import recalled
 from .sampling import pick
 from .sight import Eyes, answer
 from .thinking import call_markup, split, thinks
@@ -171,6 +172,10 @@ class ToyPath:
         keep = limit + 1 if self.defects.has(MAX_TOKENS_NOT_HONOURED) else limit
         return "".join(tokens[:keep]), keep, True
 
+    def seen(self, request: dict[str, Any]) -> str:
+        """The prompt the model reads: every message's text."""
+        return "\n".join(message_text(m) for m in request.get("messages", []))
+
     def count(self, text: str) -> int:
         """Toy tokens of `text`."""
         return len(tokenize(text))
@@ -208,6 +213,9 @@ class Path(Protocol):
     def count(self, text: str) -> int:
         """Tokens of `text`."""
 
+    def seen(self, request: dict[str, Any]) -> str:
+        """The prompt text the model reads (the part the vendor kept of it)."""
+
     def bill(self, request: dict[str, Any], message: dict[str, Any]) -> int | None:
         """The completion tokens of the model's `message`, or None to count toy tokens."""
 
@@ -218,9 +226,13 @@ class Path(Protocol):
         """The model's `message` as its template writes it (None: it cannot say)."""
 
 
-def _plain_reply(request: dict[str, Any], defaults: Mapping[str, float] | None = None) -> str:
+def _last_user_text(request: dict[str, Any]) -> str:
     users = [m for m in request.get("messages", []) if m.get("role") == "user"]
-    asked = message_text(users[-1]) if users else ""
+    return message_text(users[-1]) if users else ""
+
+
+def _plain_reply(request: dict[str, Any], defaults: Mapping[str, float] | None = None) -> str:
+    asked = _last_user_text(request)
     words = asked.split()[:6]
     echo = f" You said: {' '.join(words)}" if words else ""
     picked = pick(asked, request, defaults or {})
@@ -461,6 +473,8 @@ def respond(
     ):
         text = None
     seen = path.eyes.look(request)
+    if text is None and seen is None:
+        text = recalled(_last_user_text(request), lambda: path.seen(request))
     if text is None:
         defaults = {} if defects.has(GENERATION_DEFAULTS_IGNORED) else path.generation_defaults
         text = _plain_reply(request, defaults) if seen is None else answer(seen)

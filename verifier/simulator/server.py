@@ -105,6 +105,7 @@ from .faults import InFlight, choose_fault
 from .pace import Pace, tokens_in
 from .prompt import PromptPath, normalised
 from .rules import MODEL_ID, Path, ToyPath, respond
+from .serving_window import admit
 from .validation import Policy, Rejection, request_problem, with_declared_tools
 from .wire_answers import completion_body, one_token_sampled, stream_events
 
@@ -187,6 +188,8 @@ class SimulatorServer(ThreadingHTTPServer):
             reference gives a block its safety systems flag (correct, not a defect).
         rotation: a secret rotation whose twins the model knows the calls of, as it knows
             the published cases' (a model generalises; the test double must be told).
+        window: the context window it serves, in tokens (its model list states it as
+            ``max_model_len``); None: the profile's (the release's), or none without one.
     """
 
     daemon_threads = True
@@ -210,6 +213,7 @@ class SimulatorServer(ThreadingHTTPServer):
         chat_only: bool = False,
         redact_thinking: bool = False,
         rotation: Rotation | None = None,
+        window: int | None = None,
     ) -> None:
         self.path_model: Path = PromptPath(profile, defects) if profile else ToyPath(defects)
         # Set when the server closes, so that requests held by fault-timeout let go (before
@@ -223,6 +227,7 @@ class SimulatorServer(ThreadingHTTPServer):
         self.redact_thinking = redact_thinking
         self.rotation = rotation
         self.profile = profile
+        self.window = window if window is not None or profile is None else profile.window
         self.tokenizer_api = tokenizer_api if profile else "none"
         self.policy = Policy.of(profile, defects, vision=vision, model=served_model)
         self.fault_seed = fault_seed
@@ -433,6 +438,7 @@ class Handler(BaseHTTPRequestHandler):
             self._send_json(200, {"chat_template": self.server.profile.template.source})
             return
         if self.route == "/v1/models":
+            window = self.server.window
             self._send_json(
                 200,
                 {
@@ -443,6 +449,7 @@ class Handler(BaseHTTPRequestHandler):
                             "object": "model",
                             "created": 0,
                             "owned_by": "simulator",
+                            **({"max_model_len": window} if window else {}),
                         }
                     ],
                 },
@@ -494,9 +501,30 @@ class Handler(BaseHTTPRequestHandler):
                 "messages": [{"role": "user", "content": "?"}],
             }
         request = with_declared_tools(request, self.server.policy)
+        admitted = self._admitted(request)
+        if admitted is None:
+            return
+        request = admitted
         number = self.server.next_request_number()
         with self.server.in_flight.enter() as position:
             self._answer(request, number, position, native)
+
+    def _admitted(self, request: dict[str, Any]) -> dict[str, Any] | None:
+        """The request as the vendor's window lets it through; None when it was answered here."""
+        path = self.server.path_model
+        if self.server.window is None or not isinstance(path, PromptPath):
+            return request
+        prompt = len(path.prompt_ids(request)) + path.eyes.prompt_tokens(request)
+        admission = admit(request, prompt, self.server.window, self.server.defects)
+        if admission.error:
+            self._send_json(
+                500, error_body("internal error allocating the KV cache", "server_error")
+            )
+        elif admission.hold:
+            self._hold()
+        elif admission.rejection is not None:
+            self._reject(admission.rejection)
+        return admission.request
 
     def _translated(self, native: Any, *, counting: bool = False) -> tuple[Any, Rejection | None]:
         """The chat request a body asks for (itself, on the chat route), and why it is refused."""

@@ -1,0 +1,100 @@
+"""The context family end to end on the simulated vendor: clean, a smaller window, the cap.
+
+Each context defect's exact codes are asserted by tests/test_defect_codes_context.py; the real
+servers' behaviour at and past their windows by tests/test_smollm2.py and
+tests/test_realserver.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from tests.conftest import VerifierRun
+from verifier import resources
+
+pytestmark = pytest.mark.slow
+
+Run = Callable[..., VerifierRun]
+Start = Callable[..., str]
+# Kimi K2 Instruct's release: 131,072 tokens; the ladder's rungs that fit it with an answer.
+FITS = {f"needles-{n}k" for n in (1, 2, 4, 8, 16, 32, 64)} | {"needles-window"}
+
+
+def context_run(run_verifier: Run, url: str, *args: str) -> VerifierRun:
+    run = run_verifier(url, "--profile", "kimi-k2", "--families", "context", *args)
+    errors = list(resources.validator("scorecard").iter_errors(run.scorecard))
+    assert errors == [], errors
+    return run
+
+
+def by_id(run: VerifierRun) -> dict[str, dict[str, object]]:
+    return {key.split("/", 1)[1]: o for key, o in run.outcomes().items()}
+
+
+def test_clean_vendor_passes_every_case_its_window_holds(
+    simulator: Start, run_verifier: Run
+) -> None:
+    run = context_run(run_verifier, simulator("--profile", "kimi-k2"))
+    assert run.returncode == 0, run.stdout[-3000:]
+    found = by_id(run)
+    passed = {k for k, o in found.items() if o["status"] == "pass"}
+    assert passed == {"window", "over-window", "output-past-window", *FITS}
+    for case_id in set(found) - passed:
+        assert "do not fit the window of 131,072" in str(found[case_id]["message"]), case_id
+    metrics = run.family("context")["metrics"]
+    assert metrics["window"] == {
+        "window": 131072,
+        "stated": 131072,
+        "stated_by": "GET /v1/models max_model_len",
+        "release": 131072,
+        "release_original": 4096,
+    }
+    retrieval = metrics["retrieval"]
+    assert len(retrieval) == len(FITS)
+    assert all(row["found"] == row["graded"] == 3 for row in retrieval.values())
+    assert max(int(n) for n in retrieval) > 130_000
+
+
+def test_a_window_below_the_release_is_said_with_both_figures(
+    simulator: Start, run_verifier: Run
+) -> None:
+    run = context_run(run_verifier, simulator("--profile", "kimi-k2", "--window", "4096"))
+    family = run.family("context")
+    assert set(family["codes"]) == {"window_below_release"}
+    found = by_id(run)
+    assert "states a window of 4,096 tokens; the release's is 131,072" in str(
+        found["window"]["message"]
+    )
+    passed = {k for k, o in found.items() if o["status"] == "pass"}
+    assert passed == {
+        "over-window",
+        "output-past-window",
+        "needles-1k",
+        "needles-2k",
+        "needles-window",
+    }
+
+
+def test_max_context_caps_every_long_prompt_and_says_so(
+    simulator: Start, run_verifier: Run
+) -> None:
+    run = context_run(run_verifier, simulator("--profile", "kimi-k2"), "--max-context", "8192")
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert run.scorecard["settings"]["max_context"] == 8192
+    found = by_id(run)
+    passed = {k for k, o in found.items() if o["status"] == "pass"}
+    assert passed == {"window", "needles-1k", "needles-2k", "needles-4k", "needles-8k"}
+    messages = {k: str(o["message"]) for k, o in found.items() if k not in passed}
+    assert "past --max-context 8,192" in messages["needles-16k"]
+    assert "past --max-context 8,192" in messages["over-window"]
+    assert "below the window" in messages["needles-window"]
+    prompts = run.scorecard["performance"]["families"]["context"]["tokens"]["prompt"]
+    assert prompts < 4 * 8192 * 3
+
+
+def test_bad_window_options_are_one_line_errors(run_verifier: Run, simulator: Start) -> None:
+    run = run_verifier(simulator("--profile", "kimi-k2"), "--max-context", "0")
+    assert run.returncode == 4
+    assert "--max-context" in run.stderr and "a whole number >= 1" in run.stderr
