@@ -438,6 +438,34 @@ def is_webp(case_id: str) -> bool:
     return "webp" in case_id
 
 
+@pytest.mark.parametrize("name", TEXT_SERVERS)
+def test_context(realserver_run: SuiteRun, name: str) -> None:
+    """The tiny Kimi model at its own window: 8,192 tokens, against Kimi K2's 131,072.
+
+    The test model is built with a context length of 8,192 (tests/llama/text_model.py), and
+    llama-server serves a model at its own length unless told otherwise: the verifier says
+    the deployment's window is below the release's, which is what it is. Past it, a 400 that
+    says so; within it, every rung is counted exactly. The model greets and stops, so it
+    retrieves no needle even from 512 tokens (not graded), and its answer near the window ends
+    by itself (nothing shows what the server does at the window: the SmolLM2 runs show it).
+    """
+    found = {
+        key.split("/", 1)[1]: outcome
+        for key, outcome in realserver_run(name).outcomes().items()
+        if key.startswith("context/")
+    }
+    assert {k: o["code"] for k, o in found.items() if o["status"] == "fail"} == {
+        "window": "window_below_release"
+    }
+    assert found["window"]["metrics"]["stated"] == 8192
+    assert found["over-window"]["status"] == "pass"
+    assert "ended by itself" in found["output-past-window"]["message"]
+    fits = {"needles-1k", "needles-2k", "needles-4k", "needles-window"}
+    assert {k for k, o in found.items() if o["status"] == "pass"} == {"over-window", *fits}
+    for case_id in fits:
+        assert [n["found"] for n in found[case_id]["metrics"]["needles"]] == [None] * 3
+
+
 def test_vision_with_the_projector(realserver_run: SuiteRun) -> None:
     """Image tokens by Kimi K2.5's rule, every invalid image refused with a 400, WebP refused.
 

