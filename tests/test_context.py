@@ -435,3 +435,21 @@ def test_every_case_names_a_check_the_family_has() -> None:
         "needles",
     }
     assert isinstance(CASES["needles-1k"], Case)
+
+
+def test_the_report_shows_the_window_and_retrieval_by_length_and_depth() -> None:
+    from verifier.compare.families import VIEWS
+
+    records = [
+        CaseRecord(f"context/{case_id}", "context", _run(case_id, _retriever))
+        for case_id in ("needles-1k", "needles-2k", "window")
+    ]
+    metrics = FAMILIES["context"].summarize(records, None)  # type: ignore[misc]
+    key, tables = VIEWS["context"]([{"metrics": metrics}, None])
+    cells = {row.label: row.cells[0].text for row in key}
+    assert cells["window"] == "8,192 (GET /v1/models max_model_len); release 131,072"
+    assert cells["retrieval"].startswith("1.000") and "(6/6)" in cells["retrieval"]
+    by_length = {table.title: table for table in tables}["Retrieval by length"]
+    assert [row.label for row in by_length.rows] == ["1,018 tokens", "2,047 tokens"]
+    by_depth = {table.title: table for table in tables}["Retrieval by depth"]
+    assert [row.label for row in by_depth.rows] == ["10%", "50%", "90%"]

@@ -517,8 +517,10 @@ def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None)
             "interval": None if interval is None else [round(x, 3) for x in interval],
         }
     ordered = dict(sorted(retrieval.items(), key=lambda item: int(item[0])))
+    every = [found for row in depths.values() for found in row]
     return {
         "window": window,
+        "retrieval_all": rate(sum(every), len(every)),
         "retrieval": ordered,
         "retrieval_by_depth": {depth: rate(sum(v), len(v)) for depth, v in sorted(depths.items())},
         "checks": status_counts(records),

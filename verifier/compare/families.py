@@ -617,6 +617,59 @@ def parity(entries: Entries) -> View:
     return key, (codes_table(entries), answers_table(entries))
 
 
+def _window_text(metrics: Mapping[str, Any] | None) -> str | None:
+    window = (metrics or {}).get("window") or {}
+    if not window:
+        return None
+    stated = window.get("stated")
+    release = window.get("release")
+    held = f"{stated:,} ({window.get('stated_by')})" if stated else "not stated"
+    return f"{held}; release {release:,}" if release else held
+
+
+def _retrieval_at(metrics: Mapping[str, Any], length: str) -> Measure:
+    row = _dig(metrics, "retrieval", length) or {}
+    return counted_rate(int(row.get("found") or 0), int(row.get("graded") or 0))
+
+
+def context(entries: Entries) -> View:
+    """The window stated against the release's; retrieval overall, by length and by depth."""
+    metrics = _metrics(entries)
+    key = (
+        info_row("window", [None if m is None else _window_text(m) for m in metrics]),
+        ranked_row("retrieval", _per_vendor(metrics, _rate_at("retrieval_all"))),
+        _failing(metrics, "checks", "failing checks"),
+    )
+    lengths = sorted(_union(m.get("retrieval") for m in metrics if m is not None), key=int)
+    by_length = Table(
+        "Retrieval by length",
+        "needles read back from a prompt of that many tokens (those the model reads from a "
+        "512-token prompt); accuracy, not graded as failures",
+        tuple(
+            ranked_row(f"{int(n):,} tokens", _per_vendor(metrics, _of_name(_retrieval_at, n)))
+            for n in lengths
+        ),
+        empty="No rung was graded.",
+    )
+    depths = _names(metrics, "retrieval_by_depth")
+    by_depth = Table(
+        "Retrieval by depth",
+        "needles read back at each depth of the prompt, over every length",
+        _rows_per_name(
+            metrics, depths, lambda m, d: rate_measure(_dig(m, "retrieval_by_depth", d))
+        ),
+        empty="No rung was graded.",
+    )
+    tables = (
+        by_length,
+        by_depth,
+        _status_table("Per check", entries, "checks"),
+        codes_table(entries),
+        answers_table(entries),
+    )
+    return key, tables
+
+
 def generic(entries: Entries) -> View:
     """A family this version does not know: failure codes and answers only."""
     return (), (codes_table(entries), answers_table(entries))
@@ -630,5 +683,6 @@ VIEWS: dict[str, Callable[[Entries], View]] = {
     "vision": vision,
     "wire": wire,
     "reasoning": reasoning,
+    "context": context,
     "parity": parity,
 }
