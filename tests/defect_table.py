@@ -616,6 +616,10 @@ ROWS: tuple[Row, ...] = (
     _row("window-smaller-than-stated", context={"window_smaller_than_stated"}),
     _row("prompt-truncated-front", context={"prompt_truncated"}),
     _row("context-shift", context={"answer_past_window"}),
+    _row("cached-tokens-unreported", context={"cached_tokens_unreported"}),
+    # The ladder's rungs ask their later needles of a cached prefix too: those answers change
+    # as well, which is retrieval (accuracy), not a failure.
+    _row("cached-prefix-changes-answer", context={"cache_changes_answer"}),
     _row("over-window-500", context={"over_window_server_error"}),
     _row(
         "over-window-hang",

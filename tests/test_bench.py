@@ -239,3 +239,15 @@ def test_rotation() -> None:
     assert record["clean"] == {"secrets": 1, "family_runs": 7, "alarms": 0}
     assert len(record["rule"]) == 12
     assert all(0 <= row["fired"] <= 1 and row["trials"] == 20 for row in record["rule"])
+
+
+def test_context() -> None:
+    record = bench("context", "--max", "4096", "--runs", "1")
+    assert [row["tokens"] for row in record["counting"]] == [1024, 2048, 4096]
+    for row in record["counting"]:
+        assert row["tokens"] - 40 <= row["counted"] <= row["tokens"]
+        assert row["seconds"] > 0
+    run = record["run"]
+    assert run["counts"]["fail"] == run["counts"]["error"] == 0
+    assert run["counts"]["pass"] == 13 and run["counts"]["unsupported"] == 3
+    assert run["prompt_tokens"] > 262_144

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from verifier import Case, ChatResult, Outcome, RunContext, Status
 from verifier.cases.corpus import load_corpus
 from verifier.checks import FAMILIES
-from verifier.checks.context import Window, window_findings
+from verifier.checks.context import Window, cache_findings, window_findings
 from verifier.checks.support import haystack
 from verifier.outcome import CaseRecord
 from verifier.protocol import window
@@ -433,6 +433,7 @@ def test_every_case_names_a_check_the_family_has() -> None:
         "over_window",
         "output_past_window",
         "needles",
+        "cache_hot",
     }
     assert isinstance(CASES["needles-1k"], Case)
 
@@ -453,3 +454,78 @@ def test_the_report_shows_the_window_and_retrieval_by_length_and_depth() -> None
     assert [row.label for row in by_length.rows] == ["1,018 tokens", "2,047 tokens"]
     by_depth = {table.title: table for table in tables}["Retrieval by depth"]
     assert [row.label for row in by_depth.rows] == ["10%", "50%", "90%"]
+
+
+def _timed(answer: ChatResult, first_token: float | None) -> ChatResult:
+    answer.token_arrivals = [] if first_token is None else [first_token]
+    return answer
+
+
+def _cached(answer: ChatResult, tokens: int | None) -> ChatResult:
+    if tokens is not None:
+        assert answer.usage is not None
+        answer.usage["prompt_tokens_details"] = {"cached_tokens": tokens}
+    return answer
+
+
+def test_a_repeat_served_from_the_cache_must_say_so_and_answer_alike() -> None:
+    cold = _timed(_answer("7453", 8000), 0.9)
+    hot = _cached(_timed(_answer("7453", 8000), 0.02), 7984)
+    findings, metrics = cache_findings(cold, hot, True)
+    assert findings == [] and metrics["quicker"] and metrics["cached_tokens"] == 7984
+    # Quicker, and silent about it.
+    findings, _ = cache_findings(cold, _timed(_answer("7453", 8000), 0.02), True)
+    assert [f.code for f in findings] == ["cached_tokens_unreported"]
+    # No usage at all: nothing said either way (wire's usage_missing).
+    bare = _timed(_answer("7453", 8000), 0.02)
+    bare.usage = None
+    assert cache_findings(cold, bare, True)[0] == []
+    # Another answer the second time.
+    findings, _ = cache_findings(cold, _cached(_timed(_answer("7454", 8000), 0.02), 7984), True)
+    assert [f.code for f in findings] == ["cache_changes_answer"]
+    # Under a contract that pins sampling, answers are samples: the text is not compared.
+    assert cache_findings(cold, _cached(_timed(_answer("x", 8000), 0.02), 16), False)[0] == []
+
+
+@pytest.mark.parametrize(
+    ("cold", "hot"),
+    [
+        # A third of the time but not 50 ms sooner, 50 ms sooner but not a third: noise.
+        (0.06, 0.015),
+        (0.5, 0.2),
+        # No first token measured.
+        (None, 0.01),
+    ],
+)
+def test_a_repeat_barely_quicker_is_no_evidence_of_a_cache(
+    cold: float | None, hot: float | None
+) -> None:
+    findings, metrics = cache_findings(
+        _timed(_answer("1", 9), cold), _timed(_answer("1", 9), hot), True
+    )
+    assert findings == [] and metrics["quicker"] is False
+
+
+def test_the_cache_check_without_a_cache_is_unsupported_and_with_one_passes() -> None:
+    def plain(request: Chat, local: int) -> ChatResult:
+        return _timed(_retriever(request, local), 0.01)
+
+    outcome = _run("cache-hot", plain)
+    assert outcome.status is Status.UNSUPPORTED
+    assert "no sign of a prefix cache" in outcome.message
+    # The prompt fills what the window allows, begun with a nonce of its own every time.
+    assert outcome.metrics["tokens"] <= 8192 - 64
+    seen: list[str] = []
+
+    def caching(request: Chat, local: int) -> ChatResult:
+        text = request.body["messages"][-1]["content"]
+        hit = text in seen
+        seen.append(text)
+        return _cached(
+            _timed(_retriever(request, local), 0.01 if hit else 0.5), local - 1 if hit else 0
+        )
+
+    assert _run("cache-hot", caching).status is Status.PASS
+    first, second = seen[0], seen[-1]
+    assert _run("cache-hot", caching).status is Status.PASS
+    assert seen[-1] != first and first == second

@@ -40,7 +40,7 @@ def test_clean_vendor_passes_every_case_its_window_holds(
     assert run.returncode == 0, run.stdout[-3000:]
     found = by_id(run)
     passed = {k for k, o in found.items() if o["status"] == "pass"}
-    assert passed == {"window", "over-window", "output-past-window", *FITS}
+    assert passed == {"window", "over-window", "output-past-window", "cache-hot", *FITS}
     for case_id in set(found) - passed:
         assert "do not fit the window of 131,072" in str(found[case_id]["message"]), case_id
     metrics = run.family("context")["metrics"]
@@ -55,6 +55,8 @@ def test_clean_vendor_passes_every_case_its_window_holds(
     assert len(retrieval) == len(FITS)
     assert all(row["found"] == row["graded"] == 3 for row in retrieval.values())
     assert max(int(n) for n in retrieval) > 130_000
+    cache = found["cache-hot"]["metrics"]
+    assert cache["quicker"] and cache["cached_tokens"] == cache["tokens"] - cache["tokens"] % 16
 
 
 def test_a_window_below_the_release_is_said_with_both_figures(
@@ -75,6 +77,8 @@ def test_a_window_below_the_release_is_said_with_both_figures(
         "needles-2k",
         "needles-window",
     }
+    # Its prefix cache keeps prompts of 4,096 tokens or more: none fits this window.
+    assert "no sign of a prefix cache" in str(found["cache-hot"]["message"])
 
 
 def test_max_context_caps_every_long_prompt_and_says_so(
@@ -85,11 +89,20 @@ def test_max_context_caps_every_long_prompt_and_says_so(
     assert run.scorecard["settings"]["max_context"] == 8192
     found = by_id(run)
     passed = {k for k, o in found.items() if o["status"] == "pass"}
-    assert passed == {"window", "needles-1k", "needles-2k", "needles-4k", "needles-8k"}
+    assert passed == {
+        "window",
+        "cache-hot",
+        "needles-1k",
+        "needles-2k",
+        "needles-4k",
+        "needles-8k",
+    }
     messages = {k: str(o["message"]) for k, o in found.items() if k not in passed}
     assert "past --max-context 8,192" in messages["needles-16k"]
     assert "past --max-context 8,192" in messages["over-window"]
     assert "below the window" in messages["needles-window"]
+    # The cache check's prompt is shortened to the cap.
+    assert found["cache-hot"]["metrics"]["tokens"] <= 8192
     prompts = run.scorecard["performance"]["families"]["context"]["tokens"]["prompt"]
     assert prompts < 4 * 8192 * 3
 

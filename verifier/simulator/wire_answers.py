@@ -55,6 +55,7 @@ from .distribution import (
     prompt_digest,
     sample,
 )
+from .prompt import CACHED
 from .rules import (
     MODEL_ID,
     Path,
@@ -89,6 +90,9 @@ def usage_of(
         "completion_tokens": completion,
         "total_tokens": total,
     }
+    cached = request.get(CACHED)
+    if isinstance(cached, int):
+        usage["prompt_tokens_details"] = {"cached_tokens": cached}
     if reply.reasoning_tokens is not None:
         reasoning = reply.reasoning_tokens * choices
         if defects.has(REASONING_TOKENS_MISCOUNTED):

@@ -145,12 +145,12 @@ def _filler(profile: Profile, seed: int, budget: int) -> list[str]:
     return chosen
 
 
-def _text(sentences: Sequence[str], placed: Sequence[Needle]) -> str:
-    """The sentences with each needle inserted at its depth."""
+def _text(sentences: Sequence[str], placed: Sequence[Needle], lead: str = "") -> str:
+    """The sentences with each needle inserted at its depth, after `lead`."""
     out = list(sentences)
     for needle in sorted(placed, key=lambda n: n.depth, reverse=True):
         out.insert(round(needle.depth * len(sentences)), needle.sentence)
-    return " ".join(out)
+    return " ".join([lead, *out] if lead else out)
 
 
 def build(
@@ -159,18 +159,20 @@ def build(
     seed: int,
     placed: Sequence[Needle] = (),
     question: str = SUMMARY_QUESTION,
+    lead: str = "",
 ) -> tuple[Haystack, int]:
     """The haystack whose prompt (asking `question`) is at most `tokens` long, and its length.
 
     Its length is the profile's exact count of the rendered prompt: within a sentence or two
     of `tokens` (a filler sentence is a dozen tokens), never over. The other questions of
     the same needles differ from `question` by a few tokens; each prompt is counted anew.
+    `lead` opens the haystack (a nonce that makes its prefix one no cache has seen).
     """
-    bare = Haystack(_text([], placed), tuple(placed))
+    bare = Haystack(_text([], placed, lead), tuple(placed))
     overhead = count(profile, bare, question)
     sentences = _filler(profile, seed, max(tokens - overhead, 0))
     while True:
-        hay = Haystack(_text(sentences, placed), tuple(placed))
+        hay = Haystack(_text(sentences, placed, lead), tuple(placed))
         length = count(profile, hay, question)
         if length <= tokens or not sentences:
             return hay, length
