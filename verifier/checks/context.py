@@ -272,6 +272,24 @@ def _ask(hay: haystack.Haystack, question: str, ctx: RunContext, max_tokens: int
     return ctx.request(messages=hay.messages(question), max_tokens=max_tokens)
 
 
+def _sent_long(
+    body: dict[str, Any], name: str, what: str, window: Window, metrics: dict[str, Any]
+) -> Generator[Request, ChatResult, tuple[ChatResult | None, list[Finding]]]:
+    """A request that may be refused: its answer, or None and what its refusal got wrong.
+
+    A hang and a server error are findings; the status and a refusal's words go in `metrics`.
+    """
+    try:
+        result = yield Chat(body, name, keep_persistent_5xx=True)
+    except EndpointTimeout as exc:
+        return None, [hang_finding(exc, what, "over_window")]
+    metrics["status"] = result.status
+    if result.ok:
+        return result, []
+    metrics["refusal"] = excerpt(str((result.error_object or {}).get("message", "")), 200)
+    return None, refusal_findings(result, window, what)
+
+
 def _check_over_window(case: Case, ctx: RunContext) -> Graded:
     profile = _profile(ctx)
     window = yield from _window(ctx, profile)
@@ -283,16 +301,10 @@ def _check_over_window(case: Case, ctx: RunContext) -> Graded:
         raise Unsupported(f"no prompt past the window could be built ({local:,} tokens)")
     metrics = {**window.metrics(), "tokens": local}
     what = f"a prompt of {local:,} tokens, past the window of {limit:,} ({window.source})"
-    try:
-        result = yield Chat(
-            _ask(hay, question, ctx, ANSWER_TOKENS), "past-window", keep_persistent_5xx=True
-        )
-    except EndpointTimeout as exc:
-        return [hang_finding(exc, what, "over_window")], metrics
-    metrics["status"] = result.status
-    if not result.ok:
-        metrics["refusal"] = excerpt(str((result.error_object or {}).get("message", "")), 200)
-        return refusal_findings(result, window, what), metrics
+    body = _ask(hay, question, ctx, ANSWER_TOKENS)
+    result, refused = yield from _sent_long(body, "past-window", what, window, metrics)
+    if result is None:
+        return refused, metrics
     prompt = counted(result, "past-window")
     metrics["prompt_tokens"] = prompt
     # Short of the prompt and within the window: what dropping tokens to fit gives.
@@ -321,16 +333,10 @@ def _check_output_past_window(case: Case, ctx: RunContext) -> Graded:
         f"a prompt of {local:,} tokens with max_tokens {PAST_OUTPUT}, past the window of "
         f"{limit:,} ({window.source}) together"
     )
-    try:
-        result = yield Chat(
-            _ask(hay, question, ctx, PAST_OUTPUT), "to-window", keep_persistent_5xx=True
-        )
-    except EndpointTimeout as exc:
-        return [hang_finding(exc, what, "over_window")], metrics
-    metrics["status"] = result.status
-    if not result.ok:
-        metrics["refusal"] = excerpt(str((result.error_object or {}).get("message", "")), 200)
-        return refusal_findings(result, window, what), metrics
+    body = _ask(hay, question, ctx, PAST_OUTPUT)
+    result, refused = yield from _sent_long(body, "to-window", what, window, metrics)
+    if result is None:
+        return refused, metrics
     prompt = counted(result, "to-window")
     if prompt is None:
         raise Unsupported(NO_PROMPT_TOKENS, metrics)

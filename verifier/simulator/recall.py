@@ -13,7 +13,6 @@ from collections.abc import Callable
 from ..checks.support import haystack
 
 NOT_FOUND = "I cannot find that vault in the notes."
-_COUNT = "Write every whole number from 1 to "
 
 
 def recalled(question: str, seen: Callable[[], str]) -> str | None:
@@ -24,6 +23,6 @@ def recalled(question: str, seen: Callable[[], str]) -> str | None:
     name = haystack.asked(question)
     if name is not None:
         return haystack.stated(seen(), name) or NOT_FOUND
-    if question.rstrip().endswith(haystack.COUNT_QUESTION) or _COUNT in question[-200:]:
+    if question.rstrip().endswith(haystack.COUNT_QUESTION):
         return "\n".join(str(n) for n in range(1, 5001))
     return None
