@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from verifier import Case, ChatResult, Outcome, RunContext, Status
 from verifier.cases.corpus import load_corpus
 from verifier.checks import FAMILIES
-from verifier.checks.context import Window, cache_findings, window_findings
+from verifier.checks.context import Window, cache_findings, linear_until, window_findings
 from verifier.checks.support import haystack
 from verifier.outcome import CaseRecord
 from verifier.protocol import window
@@ -451,7 +451,7 @@ def test_the_report_shows_the_window_and_retrieval_by_length_and_depth() -> None
     assert cells["window"] == "8,192 (GET /v1/models max_model_len); release 131,072"
     assert cells["retrieval"].startswith("1.000") and "(6/6)" in cells["retrieval"]
     by_length = {table.title: table for table in tables}["Retrieval by length"]
-    assert [row.label for row in by_length.rows] == ["1,018 tokens", "2,047 tokens"]
+    assert [row.label for row in by_length.rows] == ["1,014 tokens", "2,044 tokens"]
     by_depth = {table.title: table for table in tables}["Retrieval by depth"]
     assert [row.label for row in by_depth.rows] == ["10%", "50%", "90%"]
 
@@ -529,3 +529,52 @@ def test_the_cache_check_without_a_cache_is_unsupported_and_with_one_passes() ->
     first, second = seen[0], seen[-1]
     assert _run("cache-hot", caching).status is Status.PASS
     assert seen[-1] != first and first == second
+
+
+@pytest.mark.parametrize(
+    ("ttft", "until"),
+    [
+        # A fixed overhead, then time in proportion: linear throughout.
+        ({1024: 0.05, 2048: 0.06, 4096: 0.1, 8192: 0.2}, 8192),
+        # From 8,192 the time per token doubles and more (attention's square takes over).
+        ({1024: 0.05, 2048: 0.06, 4096: 0.1, 8192: 0.45, 16384: 1.9}, 4096),
+        ({1024: 0.05}, None),
+        ({}, None),
+    ],
+)
+def test_the_first_token_stops_growing_in_proportion(
+    ttft: dict[int, float], until: int | None
+) -> None:
+    assert linear_until(ttft) == until
+
+
+def test_each_rung_times_its_first_question_cold_and_the_report_shows_it() -> None:
+    from verifier.compare.families import VIEWS
+
+    sent: list[Chat] = []
+
+    def timed(request: Chat, local: int) -> ChatResult:
+        sent.append(request)
+        first = request.body["messages"][-1]["content"] not in [
+            r.body["messages"][-1]["content"] for r in sent[:-1]
+        ]
+        # 100 microseconds a token cold; hot, a millisecond.
+        return _timed(_retriever(request, local), local * 1e-4 if first else 0.001)
+
+    records = [
+        CaseRecord(f"context/{case_id}", "context", _run(case_id, timed))
+        for case_id in ("needles-1k", "needles-2k", "needles-4k")
+    ]
+    # The first question of a rung is streamed and begins with a nonce of its own.
+    streamed = [r for r in sent if r.stream]
+    assert len(streamed) == 3
+    assert len({r.body["messages"][-1]["content"][:120] for r in streamed}) == 3
+    metrics = FAMILIES["context"].summarize(records, None)  # type: ignore[misc]
+    rates = [row["prefill_rate"] for row in metrics["speed"].values()]
+    assert rates == pytest.approx([10_000] * 3)
+    assert metrics["ttft_linear_until"] == int(max(metrics["speed"], key=int))
+    key, tables = VIEWS["context"]([{"metrics": metrics}])
+    speed = {table.title: table for table in tables}["Speed at length"]
+    assert len(speed.rows) == 3 and "10,000 tokens/s" in speed.rows[0].cells[0].text
+    cells = {row.label: row.cells[0].text for row in key}
+    assert cells["first token linear in the prompt up to"].endswith("tokens")

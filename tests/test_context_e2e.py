@@ -55,6 +55,9 @@ def test_clean_vendor_passes_every_case_its_window_holds(
     assert len(retrieval) == len(FITS)
     assert all(row["found"] == row["graded"] == 3 for row in retrieval.values())
     assert max(int(n) for n in retrieval) > 130_000
+    # Every rung's first question timed; the vendor computes 2 microseconds a token cold.
+    assert set(metrics["speed"]) == set(retrieval)
+    assert metrics["ttft_linear_until"] in {int(n) for n in retrieval}
     cache = found["cache-hot"]["metrics"]
     assert cache["quicker"] and cache["cached_tokens"] == cache["tokens"] - cache["tokens"] % 16
 

@@ -858,6 +858,9 @@ def test_llama_server_at_a_smaller_window(
     assert cache["status"] == "pass", cache
     assert cache["metrics"]["cached_tokens"] == cache["metrics"]["tokens"] - 1
     assert failed_in(found) == {"window": "window_below_release"}
+    # Each rung's first question is timed cold: the prefill rate by length.
+    speed = run.family("context")["metrics"]["speed"]
+    assert len(speed) == 2 and all(row["prefill_rate"] > 0 for row in speed.values())
     retrieval = run.family("context")["metrics"]["retrieval"]
     assert [int(n) for n in retrieval] == sorted(int(n) for n in retrieval) and retrieval
 

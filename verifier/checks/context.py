@@ -38,11 +38,16 @@ Checks (a case's ``check``):
   itself (SmolLM2-135M does past 1k tokens on every vendor). A needle the model misses in the
   512-token prompt too is the model's limit and is left out of the table.
 
-- ``cache_hot``: the same long prompt (32,768 tokens, or what the window allows), begun with
+- ``cache_hot``: the same long prompt (131,072 tokens, or what the window allows), begun with
   a nonce no earlier request had, streamed twice: the repeat must answer as the first
   (``cache_changes_answer``), and where its first token came much sooner (a third of the time,
   50 ms less at least) its usage must say what the cache served (``cached_tokens_unreported``).
   With neither cached tokens nor a quicker repeat, no prefix cache is seen: unsupported.
+
+Each rung's prompt begins with a nonce too, and its first question is streamed alone: its first
+token times the prompt's computing, cold. The summary gives the prefill rate by length (prompt
+tokens per second of first token), the longest prompt up to which that time grew in
+proportion (``ttft_linear_until``), and the cache check's first tokens cold and hot.
 
 Rungs past the window, and any prompt past ``--max-context``, are unsupported, saying which.
 The haystack and needles are drawn from the run's seed (``--rotate`` gives it from the
@@ -86,7 +91,10 @@ ANSWER_TOKENS = 16
 # The short prompt of the same needles a rung's counts and misses are compared with.
 ANCHOR = 512
 # The cache check's prompt (a shorter window or --max-context shortens it).
-CACHE_TOKENS = 32768
+CACHE_TOKENS = 131072
+# A rung whose prompt tokens per second of first token fall below this share of the best
+# shorter rung's: its first token no longer comes in time linear in the prompt's length.
+LINEAR = 0.5
 _NO_PROFILE = "no profile: prompts are counted with the model's own template and tokenizer"
 
 
@@ -396,15 +404,36 @@ class Asked:
     result: ChatResult
 
 
+def _nonce() -> str:
+    """A haystack's first words, which no earlier request had: its prefix is in no cache.
+
+    Twelve digits: a number every tokenizer splits the same way whatever its digits, so the
+    prompt's length does not change from run to run.
+    """
+    return f"Archive {secrets.randbelow(9 * 10**11) + 10**11}."
+
+
 def _questions(
-    profile: Profile, ctx: RunContext, tokens: int, needles: Sequence[haystack.Needle], name: str
+    profile: Profile,
+    ctx: RunContext,
+    tokens: int,
+    needles: Sequence[haystack.Needle],
+    name: str,
+    lead: str = "",
 ) -> Generator[Request, ChatResult, list[Asked]]:
-    """Each needle's question asked of one haystack of about `tokens` tokens."""
-    hay, _ = haystack.build(profile, tokens, ctx.seed, needles, needles[0].question)
+    """Each needle's question asked of one haystack of about `tokens` tokens.
+
+    With a `lead` (a nonce), the first question is streamed and sent alone, so that its first
+    token times the whole prompt's computing, cold; the others, whose prefix it leaves in any
+    cache, go together.
+    """
+    hay, _ = haystack.build(profile, tokens, ctx.seed, needles, needles[0].question, lead)
     bodies = [_ask(hay, n.question, ctx, ANSWER_TOKENS) for n in needles]
-    sent = together(
-        [Chat(b, f"{name}-{n.depth:.0%}") for b, n in zip(bodies, needles, strict=True)]
-    )
+    chats = [Chat(b, f"{name}-{n.depth:.0%}") for b, n in zip(bodies, needles, strict=True)]
+    if lead:
+        sent = [dataclasses.replace(chats[0], stream=True), *together(chats[1:])]
+    else:
+        sent = together(chats)
     asked: list[Asked] = []
     for request, needle in zip(sent, needles, strict=True):
         result = yield request
@@ -462,7 +491,7 @@ def _check_needles(case: Case, ctx: RunContext) -> Graded:
     tokens = _rung(case, window, ctx.max_context)
     needles = haystack.needles(ctx.seed)
     metrics: dict[str, Any] = {**window.metrics(), "rung": case.data["tokens"]}
-    long = yield from _questions(profile, ctx, tokens, needles, "long")
+    long = yield from _questions(profile, ctx, tokens, needles, "long", _nonce())
     metrics["tokens"] = long[0].local
     refused = [a for a in long if not a.result.ok]
     if refused:
@@ -480,6 +509,7 @@ def _check_needles(case: Case, ctx: RunContext) -> Graded:
     if anchor_prompt is None or None in prompts:
         raise Unsupported(NO_PROMPT_TOKENS, metrics)
     metrics["prompt_tokens"] = prompts
+    metrics["ttft"] = _first_token(long[0].result)
     retrieval: list[dict[str, Any]] = []
     for asked in long:
         found = asked.needle.found_in(_answer(asked.result))
@@ -578,7 +608,7 @@ def _check_cache_hot(case: Case, ctx: RunContext) -> Graded:
         ctx.seed,
         needles,
         needles[1].question,
-        lead=f"Archive {secrets.token_hex(6)}.",
+        lead=_nonce(),
     )
     metrics: dict[str, Any] = {**window.metrics(), "tokens": local}
     body = _ask(hay, needles[1].question, ctx, ANSWER_TOKENS)
@@ -615,13 +645,19 @@ def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None)
     window: dict[str, Any] = {}
     retrieval: dict[str, dict[str, Any]] = {}
     depths: dict[str, list[bool]] = {}
+    speed: dict[int, float] = {}
+    cache: dict[str, Any] = {}
     for record in records:
         metrics = record.outcome.metrics
         for key in ("window", "stated", "stated_by", "release", "release_original"):
             if metrics.get(key) is not None:
                 window.setdefault(key, metrics[key])
+        if metrics.get("check") == "cache_hot" and metrics.get("ttft_cold") is not None:
+            cache = {k: metrics[k] for k in ("tokens", "ttft_cold", "ttft_hot", "cached_tokens")}
         if metrics.get("check") != "needles" or "needles" not in metrics:
             continue
+        if isinstance(metrics.get("ttft"), float) and metrics["ttft"] > 0:
+            speed[int(metrics["tokens"])] = metrics["ttft"]
         graded = [n for n in metrics["needles"] if n["found"] is not None]
         found = sum(1 for n in graded if n["found"])
         for needle in graded:
@@ -640,8 +676,32 @@ def summarize(records: Iterable[CaseRecord], baseline: Mapping[str, Any] | None)
         "retrieval_all": rate(sum(every), len(every)),
         "retrieval": ordered,
         "retrieval_by_depth": {depth: rate(sum(v), len(v)) for depth, v in sorted(depths.items())},
+        "speed": {
+            str(tokens): {"ttft": ttft, "prefill_rate": tokens / ttft}
+            for tokens, ttft in sorted(speed.items())
+        },
+        "ttft_linear_until": linear_until(speed),
+        "cache": cache,
         "checks": status_counts(records),
     }
+
+
+def linear_until(ttft: Mapping[int, float]) -> int | None:
+    """The longest prompt up to which the first token's time grew in proportion (pure).
+
+    Prompt tokens per second of first token rise over the short rungs (a fixed overhead
+    dominates them) and hold while computing is linear in the length; the first rung below
+    :data:`LINEAR` of the best rate before it ends that. None without two timed rungs.
+    """
+    if len(ttft) < 2:
+        return None
+    best, last = 0.0, None
+    for tokens, seconds in sorted(ttft.items()):
+        rate = tokens / seconds
+        if best and rate < LINEAR * best:
+            return last
+        best, last = max(best, rate), tokens
+    return last
 
 
 def cost(case: Case) -> float:

@@ -632,12 +632,54 @@ def _retrieval_at(metrics: Mapping[str, Any], length: str) -> Measure:
     return counted_rate(int(row.get("found") or 0), int(row.get("graded") or 0))
 
 
+def _tokens_text(tokens: Any) -> str | None:
+    return f"{tokens:,} tokens" if isinstance(tokens, int) else None
+
+
+def _cache_text(metrics: Mapping[str, Any]) -> str | None:
+    cache = metrics.get("cache") or {}
+    if cache.get("ttft_cold") is None or cache.get("ttft_hot") is None:
+        return None
+    return (
+        f"{cache['ttft_cold']:.2f} s, {cache['ttft_hot']:.2f} s ({cache['tokens']:,} tokens; "
+        f"{cache.get('cached_tokens')} said cached)"
+    )
+
+
+def _speed_table(metrics: Sequence[Mapping[str, Any] | None]) -> Table:
+    """Each rung's first token, cold, and the prompt tokens computed per second of it."""
+    lengths = sorted(_union(m.get("speed") for m in metrics if m is not None), key=int)
+    return Table(
+        "Speed at length",
+        "each rung's first question, streamed cold: its first token, and the prompt tokens "
+        "per second of it (the prefill rate); not ranked",
+        tuple(
+            info_row(
+                f"{int(n):,} tokens",
+                [
+                    None
+                    if (row := _dig(m, "speed", n)) is None
+                    else f"{row['ttft']:.3f} s, {row['prefill_rate']:,.0f} tokens/s"
+                    for m in metrics
+                ],
+            )
+            for n in lengths
+        ),
+        empty="No rung was timed.",
+    )
+
+
 def context(entries: Entries) -> View:
-    """The window stated against the release's; retrieval overall, by length and by depth."""
+    """The window stated against the release's; retrieval by length and depth; speed there."""
     metrics = _metrics(entries)
     key = (
         info_row("window", [None if m is None else _window_text(m) for m in metrics]),
         ranked_row("retrieval", _per_vendor(metrics, _rate_at("retrieval_all"))),
+        info_row(
+            "first token linear in the prompt up to",
+            [None if m is None else _tokens_text(m.get("ttft_linear_until")) for m in metrics],
+        ),
+        info_row("first token cold, hot", [None if m is None else _cache_text(m) for m in metrics]),
         _failing(metrics, "checks", "failing checks"),
     )
     lengths = sorted(_union(m.get("retrieval") for m in metrics if m is not None), key=int)
@@ -663,6 +705,7 @@ def context(entries: Entries) -> View:
     tables = (
         by_length,
         by_depth,
+        _speed_table(metrics),
         _status_table("Per check", entries, "checks"),
         codes_table(entries),
         answers_table(entries),

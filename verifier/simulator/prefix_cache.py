@@ -19,7 +19,7 @@ LONG = 4096
 # Tokens are cached in whole blocks, as paged KV caches keep them.
 BLOCK = 16
 # Seconds to compute one prompt token not in the cache, before a streamed answer's first token.
-PREFILL = 1e-5
+PREFILL = 2e-6
 _KEPT = 8
 
 
