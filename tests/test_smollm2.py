@@ -185,7 +185,8 @@ def test_the_run_is_the_trimmed_corpus_and_well_formed(
     vendor: str, request: pytest.FixtureRequest
 ) -> None:
     run: VerifierRun = request.getfixturevalue(f"{vendor}_run")
-    assert set(run.scorecard["families"]) == set(DEFAULT_FAMILIES)
+    # The context family runs apart, at smaller windows (test_llama_server_at_a_smaller_window).
+    assert set(run.scorecard["families"]) == set(DEFAULT_FAMILIES) - {"context"}
     for family in WHOLE:
         # Chat's cases: those written for another API go only through it (not run here).
         every = {c.id for c in load_corpus([family]).cases if "api" not in c.data}

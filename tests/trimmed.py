@@ -9,7 +9,9 @@ of prompt processing apiece, at the edge of the request timeout on a loaded mach
 timed out in CI), and the Kimi runs already send them through llama.cpp's tokenizer path.
 The families that generate run the first cases of every corpus file, so every category stays
 represented. Whole-corpus runs against the real model prove nothing more about the serving
-layer than these do: the same request paths, parsers and grammars answer them.
+layer than these do: the same request paths, parsers and grammars answer them. The context
+family is not in the selection: it runs on its own against servers at smaller windows (2,048
+and 4,096 tokens), where its longest prompts cost a real model seconds, not minutes.
 """
 
 from __future__ import annotations
