@@ -540,6 +540,9 @@ def test_the_cache_check_without_a_cache_is_unsupported_and_with_one_passes() ->
         ({1024: 0.05, 2048: 0.06, 4096: 0.1, 8192: 0.45, 16384: 1.9}, 4096),
         ({1024: 0.05}, None),
         ({}, None),
+        # Answered in milliseconds: the request's overhead and jitter, not the prompt's time.
+        ({1024: 0.002, 2048: 0.009, 4096: 0.003, 8192: 0.06, 16384: 0.12}, 16384),
+        ({1024: 0.002, 2048: 0.003}, None),
     ],
 )
 def test_the_first_token_stops_growing_in_proportion(

@@ -95,6 +95,8 @@ CACHE_TOKENS = 131072
 # A rung whose prompt tokens per second of first token fall below this share of the best
 # shorter rung's: its first token no longer comes in time linear in the prompt's length.
 LINEAR = 0.5
+# A first token sooner than this times the request, not the prompt's computing.
+TIMED = 0.05
 _NO_PROFILE = "no profile: prompts are counted with the model's own template and tokenizer"
 
 
@@ -691,12 +693,15 @@ def linear_until(ttft: Mapping[int, float]) -> int | None:
 
     Prompt tokens per second of first token rise over the short rungs (a fixed overhead
     dominates them) and hold while computing is linear in the length; the first rung below
-    :data:`LINEAR` of the best rate before it ends that. None without two timed rungs.
+    :data:`LINEAR` of the best rate before it ends that. Rungs answered within :data:`TIMED`
+    are left out (a request's own overhead, and a loaded machine's jitter, are that size).
+    None without two rungs left.
     """
-    if len(ttft) < 2:
+    timed = {tokens: seconds for tokens, seconds in ttft.items() if seconds >= TIMED}
+    if len(timed) < 2:
         return None
     best, last = 0.0, None
-    for tokens, seconds in sorted(ttft.items()):
+    for tokens, seconds in sorted(timed.items()):
         rate = tokens / seconds
         if best and rate < LINEAR * best:
             return last
