@@ -710,15 +710,18 @@ def linear_until(ttft: Mapping[int, float]) -> int | None:
 
 
 def cost(case: Case) -> float:
-    """A rung costs by its length (its three questions share one prefix); the others, one."""
-    tokens = case.data.get("tokens")
-    if tokens == "window":
-        return 64.0
-    if isinstance(tokens, int):
-        return 1.0 + tokens / 4096
-    if case.data["check"] == "cache_hot":
-        return 2.0 + CACHE_TOKENS / 4096
-    return 1.0 if case.data["check"] != "window" else QUICK
+    """The requests a case sends a correct endpoint: the model list, then its answers.
+
+    A rung asks its three questions and the short prompt's; the cache check asks twice; the
+    prompt near the window is answered; the one past it is refused (answered without
+    generating); the window check only reads the model list. (A long prompt takes longer than
+    a short one, but the schedule counts requests.)
+    """
+    check = case.data["check"]
+    if check == "over_window":
+        return 2 * QUICK
+    generating = {"window": 0, "output_past_window": 1, "cache_hot": 2}
+    return generating.get(check, 4) + QUICK
 
 
 def before_run(run: RunConfig, baseline: Mapping[str, Any] | None) -> Contextualise:

@@ -41,7 +41,6 @@ class StatedWindow:
     """
 
     tokens: int
-
     where: str
 
 
