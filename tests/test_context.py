@@ -527,6 +527,15 @@ def test_the_cache_check_without_a_cache_is_unsupported_and_with_one_passes() ->
 
     assert _run("cache-hot", caching).status is Status.PASS
     first, second = seen[0], seen[-1]
+
+    def silent(request: Chat, local: int) -> ChatResult:
+        answer = caching(request, local)
+        answer.usage = None
+        return answer
+
+    # Quicker, the same answer, no usage at all: what the cache served is unread, no pass.
+    bare = _run("cache-hot", silent)
+    assert bare.status is Status.UNSUPPORTED and "no usage" in bare.message
     assert _run("cache-hot", caching).status is Status.PASS
     assert seen[-1] != first and first == second
 

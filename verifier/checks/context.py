@@ -624,6 +624,9 @@ def _check_cache_hot(case: Case, ctx: RunContext) -> Graded:
         return broken, metrics
     findings, seen = cache_findings(cold, hot, not ctx.sampled)
     metrics.update(seen)
+    if not findings and hot.usage is None:
+        # What the cache served cannot be read: no verdict on it (wire's usage_missing).
+        raise Unsupported("the repeat's answer has no usage to say what its cache served", metrics)
     if not findings and not seen["cached_tokens"] and not seen["quicker"]:
         raise Unsupported(
             "no sign of a prefix cache: the repeat reports no cached tokens and its first token "

@@ -107,7 +107,7 @@ from .faults import InFlight, choose_fault
 from .pace import Pace, tokens_in
 from .prefix_cache import PREFILL, PrefixCache
 from .prompt import CACHED, STALE, PromptPath, normalised
-from .rules import MODEL_ID, Path, ToyPath, respond
+from .rules import MODEL_ID, Path, Reply, ToyPath, respond
 from .serving_window import admit
 from .validation import Policy, Rejection, request_problem, with_declared_tools
 from .wire_answers import completion_body, one_token_sampled, stream_events
@@ -160,6 +160,29 @@ def error_body(
 def _not_json(constant: str) -> Any:
     """Python reads NaN and Infinity; JSON (RFC 8259) has no syntax for them."""
     raise ValueError(f"{constant} is not JSON")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Answered:
+    """A chat request and the model's reply to it, as the vendor is about to send it.
+
+    Args:
+        request: the request (with what the vendor's cache and window made of it).
+        reply: the model's reply.
+        number: the request's number.
+        defects: the defects on for it (those under load included).
+        perturbation: its logits' perturbation.
+        native: the request as sent on the Messages or Responses route (None on chat's).
+        fault: the fault that cuts its answer short, if any.
+    """
+
+    request: dict[str, Any]
+    reply: Reply
+    number: int
+    defects: Defects
+    perturbation: Perturbation
+    native: Any
+    fault: Defect | None
 
 
 class SimulatorServer(ThreadingHTTPServer):
@@ -631,54 +654,88 @@ class Handler(BaseHTTPRequestHandler):
         if server.latency:
             time.sleep(server.latency)
         defects = server.defects.at_position(position)
-        path = server.path_model
         request, prefill = self._cached(request, defects)
         perturbation = server.perturbation(request, number)
         reply = one_token_sampled(
-            request, respond(request, defects, number, path, server.rotation), number, perturbation
+            request,
+            respond(request, defects, number, server.path_model, server.rotation),
+            number,
+            perturbation,
         )
-        cut_completed = self.api == "responses" and defects.has(RESPONSES_CUT_AS_COMPLETED)
-        escaped = self.api is not None and defects.has(TRANSLATED_ARGUMENTS_ESCAPED)
-        ended = Ended(reply.stop_sequence, defects.has(MESSAGES_STOP_SEQUENCE_AS_END_TURN))
-        quirks = _quirks(defects, server.redact_thinking)
+        answered = Answered(request, reply, number, defects, perturbation, native, fault)
         if stream:
-            events = stream_events(request, reply, number, defects, path, perturbation)
-            if cut_completed:
-                events = [cut_said_completed(event) for event in events]
-            if escaped:
-                events = [arguments_escaped_event(event) for event in events]
-            translator: StreamTranslator = Verbatim()
-            if self.api is not None:
-                translator = stream_translator(
-                    self.api,
-                    native,
-                    path.prompt_tokens(request),
-                    overlap=defects.has(MESSAGES_BLOCKS_OVERLAP),
-                    unindexed=defects.has(RESPONSES_STREAM_UNINDEXED),
-                    ended=ended,
-                    quirks=quirks,
-                )
+            # The prompt's computing comes before the stream's first byte, where a client sees it.
             time.sleep(prefill)
-            if fault is None:
-                self._stream(events, number, translator)
-            else:
-                self._stream_cut(events, translator, reset=fault == FAULT_RESET)
-            return
-        body = completion_body(request, reply, number, defects, path, perturbation)
+            self._answer_stream(answered)
+        else:
+            self._answer_whole(answered)
+
+    def _answer_stream(self, answered: Answered) -> None:
+        """Send a reply as a stream of events (cut short where a fault says so)."""
+        request, reply, number, defects = (
+            answered.request,
+            answered.reply,
+            answered.number,
+            answered.defects,
+        )
+        path = self.server.path_model
+        events = stream_events(request, reply, number, defects, path, answered.perturbation)
+        if self.api == "responses" and defects.has(RESPONSES_CUT_AS_COMPLETED):
+            events = [cut_said_completed(event) for event in events]
+        if self.api is not None and defects.has(TRANSLATED_ARGUMENTS_ESCAPED):
+            events = [arguments_escaped_event(event) for event in events]
+        translator: StreamTranslator = Verbatim()
+        if self.api is not None:
+            translator = stream_translator(
+                self.api,
+                answered.native,
+                path.prompt_tokens(request),
+                overlap=defects.has(MESSAGES_BLOCKS_OVERLAP),
+                unindexed=defects.has(RESPONSES_STREAM_UNINDEXED),
+                ended=self._ended(answered),
+                quirks=_quirks(defects, self.server.redact_thinking),
+            )
+        if answered.fault is None:
+            self._stream(events, number, translator)
+        else:
+            self._stream_cut(events, translator, reset=answered.fault == FAULT_RESET)
+
+    def _answer_whole(self, answered: Answered) -> None:
+        """Send a reply as one JSON body, at the vendor's pace (cut where a fault says so)."""
+        server = self.server
+        request, number, defects, path = (
+            answered.request,
+            answered.number,
+            answered.defects,
+            server.path_model,
+        )
+        body = completion_body(
+            request, answered.reply, number, defects, path, answered.perturbation
+        )
         if server.pace.paced:
             made = body["usage"]["completion_tokens"]
             time.sleep(sum(server.pace.waits(number, made if isinstance(made, int) else 1)))
         if request.get("return_token_ids") and server.tokenizer_api == "vllm":
             assert isinstance(path, PromptPath)
             body["prompt_token_ids"] = path.prompt_ids(request)
-        if cut_completed:
+        if self.api == "responses" and defects.has(RESPONSES_CUT_AS_COMPLETED):
             body = cut_said_ended(body)
-        if escaped:
+        if self.api is not None and defects.has(TRANSLATED_ARGUMENTS_ESCAPED):
             body = arguments_escaped(body)
         if self.api is not None:
-            body = answer_body(self.api, body, native, ended, quirks=quirks)
+            quirks = _quirks(defects, server.redact_thinking)
+            body = answer_body(
+                self.api, body, answered.native, self._ended(answered), quirks=quirks
+            )
         data = json.dumps(body).encode("utf-8")
-        self._send_bytes(200, data, reset_after=len(data) // 2 if fault == FAULT_RESET else None)
+        reset = len(data) // 2 if answered.fault == FAULT_RESET else None
+        self._send_bytes(200, data, reset_after=reset)
+
+    @staticmethod
+    def _ended(answered: Answered) -> Ended:
+        """How the reply ended, as the Messages API names it."""
+        stop_as_end_turn = answered.defects.has(MESSAGES_STOP_SEQUENCE_AS_END_TURN)
+        return Ended(answered.reply.stop_sequence, stop_as_end_turn)
 
     def _cached(self, request: dict[str, Any], defects: Defects) -> tuple[dict[str, Any], float]:
         """The request with what the prefix cache served, and the seconds its prompt takes.
