@@ -95,6 +95,7 @@ def performance_markdown(section: Mapping[str, Any] | None) -> list[str]:
         ),
         "",
     ]
+    lines += _at_length(section.get("at_length"))
     load = section.get("load")
     if load:
         levels = load["levels"]
@@ -119,6 +120,44 @@ def performance_markdown(section: Mapping[str, Any] | None) -> list[str]:
             "",
             f"Knee: {'none within these levels' if knee is None else f'concurrency {knee}'} "
             f"({escape(load['knee_rule'])}).",
+            "",
+        ]
+    return lines
+
+
+def _seconds(value: Any) -> str:
+    return "—" if not isinstance(value, int | float) else f"{value:.3f} s"
+
+
+def _at_length(length: Mapping[str, Any] | None) -> list[str]:
+    """The speed at length (the context family's figures), or nothing where it did not run."""
+    if not length:
+        return []
+    prefill = length["prefill"]
+    until = length["ttft_linear_until"]
+    cache = length["cache"]
+    lines = ["### At length", ""]
+    if prefill:
+        lines += [
+            table(
+                ["Prompt tokens", "First token (cold)", "Prefill tok/s"],
+                [
+                    [f"{int(tokens):,}", _seconds(row["ttft"]), f"{row['prefill_rate']:,.0f}"]
+                    for tokens, row in prefill.items()
+                ],
+            ),
+            "",
+            "First token in time linear in the prompt up to: "
+            + ("— (too few timed rungs)" if until is None else f"{until:,} tokens")
+            + ".",
+            "",
+        ]
+    if cache:
+        served = cache["cached_tokens"]
+        lines += [
+            f"The same {cache['tokens']:,}-token prompt twice: first token "
+            f"{_seconds(cache['ttft_cold'])} cold, {_seconds(cache['ttft_hot'])} hot; cached "
+            f"tokens reported: {'none' if served is None else f'{served:,}'}.",
             "",
         ]
     return lines

@@ -269,11 +269,30 @@ def build_scorecard(
         },
         **({"baseline": baseline_identity(baseline)} if baseline is not None else {}),
         **({"budget": dict(budget)} if budget is not None else {}),
-        **({"performance": dict(performance)} if performance is not None else {}),
+        **({"performance": _with_length(performance, families)} if performance is not None else {}),
     }
     if gate is not None:
         card["gate"] = evaluate(card, *gate)
     return card
+
+
+def _with_length(
+    performance: Mapping[str, Any], families: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Any]:
+    """The performance section, with the context family's speed at length where it ran.
+
+    Prefill rate by prompt length, where the first token stops growing in proportion, and
+    the first token cold and hot: figures of the endpoint's speed, beside the others.
+    """
+    metrics = (families.get("context") or {}).get("metrics") or {}
+    if not metrics.get("speed") and not metrics.get("cache"):
+        return dict(performance)
+    length = {
+        "prefill": metrics.get("speed") or {},
+        "ttft_linear_until": metrics.get("ttft_linear_until"),
+        "cache": metrics.get("cache") or {},
+    }
+    return {**performance, "at_length": length}
 
 
 def _families(
