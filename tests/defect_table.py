@@ -498,10 +498,14 @@ ROWS: tuple[Row, ...] = (
     _row(
         "template-drops-reasoning",
         "the reasoning family's agent loops replay the model's reasoning, which K2 Thinking's "
-        "template renders for the current loop: their follow-ups are short by it too",
+        "template renders for the current loop: their follow-ups are short by it too; so is "
+        "each turn of the context family's agent loop, whose tool calls go back with their "
+        "reasoning, a few tokens a turn (a count other than the release's, no more: its "
+        "cause is chat_template's to name)",
         profile="thinking",
         chat_template={"reasoning_history_dropped"},
         reasoning={"reasoning_history_dropped"},
+        context={"prompt_tokens_mismatch"},
     ),
     _row("template-reasoning-in-content", chat_template={"reasoning_in_content"}),
     _row("template-continues-final-assistant", chat_template={"assistant_prefill"}),
@@ -620,6 +624,9 @@ ROWS: tuple[Row, ...] = (
     # The ladder's rungs ask their later needles of a cached prefix too: those answers change
     # as well, which is retrieval (accuracy), not a failure.
     _row("cached-prefix-changes-answer", context={"cache_changes_answer"}),
+    # The same prompt twice passes (the cache-hot check); after a sibling it does not.
+    _row("prefix-cache-collision", context={"cache_changes_answer"}),
+    _row("history-compacted", context={"history_compacted"}),
     _row("over-window-500", context={"over_window_server_error"}),
     _row(
         "over-window-hang",

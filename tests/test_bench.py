@@ -249,5 +249,5 @@ def test_context() -> None:
         assert row["seconds"] > 0
     run = record["run"]
     assert run["counts"]["fail"] == run["counts"]["error"] == 0
-    assert run["counts"]["pass"] == 13 and run["counts"]["unsupported"] == 3
+    assert run["counts"]["pass"] == 15 and run["counts"]["unsupported"] == 3
     assert run["prompt_tokens"] > 262_144

@@ -20,8 +20,14 @@ from hypothesis import strategies as st
 from verifier import Case, ChatResult, Outcome, RunContext, Status
 from verifier.cases.corpus import load_corpus
 from verifier.checks import FAMILIES
-from verifier.checks.context import Window, cache_findings, linear_until, window_findings
-from verifier.checks.support import haystack
+from verifier.checks.context import (
+    RUNS,
+    Window,
+    cache_findings,
+    linear_until,
+    window_findings,
+)
+from verifier.checks.support import agent_loop, haystack
 from verifier.outcome import CaseRecord
 from verifier.protocol import window
 from verifier.protocol.answers import parse_completion
@@ -215,7 +221,7 @@ def _run(case_id: str, vendor: Vendor, profile: Profile = KIMI, **ctx: Any) -> O
             return _json(404, {"error": {"message": "not found"}})
         assert isinstance(request, Chat)
         messages = request.body["messages"]
-        local = len(profile.prompt_ids(messages))
+        local = len(profile.prompt_ids(messages, request.body.get("tools")))
         return vendor(request, local)
 
     context = RunContext(model="m", seed=3, profile=profile, **ctx)
@@ -428,13 +434,8 @@ def test_the_summary_tabulates_retrieval_by_length_and_depth() -> None:
 
 
 def test_every_case_names_a_check_the_family_has() -> None:
-    assert {c.data["check"] for c in CASES.values()} == {
-        "window",
-        "over_window",
-        "output_past_window",
-        "needles",
-        "cache_hot",
-    }
+    # And every check has a case.
+    assert {c.data["check"] for c in CASES.values()} == set(RUNS)
     assert isinstance(CASES["needles-1k"], Case)
 
 
@@ -538,6 +539,92 @@ def test_the_cache_check_without_a_cache_is_unsupported_and_with_one_passes() ->
     assert bare.status is Status.UNSUPPORTED and "no usage" in bare.message
     assert _run("cache-hot", caching).status is Status.PASS
     assert seen[-1] != first and first == second
+
+
+def _prefix_caching(stale: bool = False, collide: bool = False) -> Vendor:
+    """A vendor with a prefix cache: a prompt it has seen the start of comes quicker, saying so.
+
+    `stale`: a cached prefix is no longer attended to (the answer reads only the question).
+    `collide`: a prompt beginning as the latest one did is served that one's KV, whole.
+    """
+    seen: list[str] = []
+
+    def answer(request: Chat, local: int) -> ChatResult:
+        text = request.body["messages"][-1]["content"]
+        earlier = [t for t in seen if t[:200] == text[:200]]
+        seen.append(text)
+        if not earlier:
+            return _cached(_timed(_retriever(request, local), 0.5), 0)
+        if stale:
+            reply = _answer("I cannot find it.", local)
+        elif collide and earlier[-1] != text:
+            reply = _retriever(Chat({"messages": [{"content": earlier[-1]}]}, "x"), local)
+        else:
+            reply = _retriever(request, local)
+        return _cached(_timed(reply, 0.01), local - 64)
+
+    return answer
+
+
+def test_a_prompt_answers_alike_after_a_sibling_sharing_its_prefix() -> None:
+    outcome = _run("shared-prefix", _prefix_caching())
+    assert outcome.status is Status.PASS, outcome.message
+    # Six answers, each after the first of its order from the cache.
+    cached = outcome.metrics["cached_tokens"]
+    assert [bool(n) for n in cached] == [False, True, True] * 2
+    assert outcome.metrics["tokens"] <= 8192 - 64
+    # A cache keyed by too short a prefix answers each prompt with its sibling's question.
+    collided = _run("shared-prefix", _prefix_caching(collide=True))
+    assert _codes(collided) == {"cache_changes_answer"}
+    assert len(collided.findings) == 2
+    assert "sent again after the one asking for the" in collided.findings[0].message
+    # A cache that forgets what it served: the repeat cannot read the needle.
+    assert _codes(_run("shared-prefix", _prefix_caching(stale=True))) == {"cache_changes_answer"}
+
+
+def test_the_shared_prefix_check_needs_a_cache_and_greedy_answers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def plain(request: Chat, local: int) -> ChatResult:
+        return _timed(_retriever(request, local), 0.01)
+
+    outcome = _run("shared-prefix", plain)
+    assert outcome.status is Status.UNSUPPORTED and "no sign of a prefix cache" in outcome.message
+    capped = _run("shared-prefix", _prefix_caching(), max_context=2048)
+    assert capped.status is Status.PASS and capped.metrics["tokens"] <= 2048
+    # A contract that pins temperature above 0 makes answers samples.
+    monkeypatch.setattr(Profile, "sampled", property(lambda self: True))
+    sampled = _run("shared-prefix", _prefix_caching())
+    assert sampled.status is Status.UNSUPPORTED and "greedy" in sampled.message
+
+
+def test_the_agent_loop_counts_every_turn_as_the_whole_history() -> None:
+    sent: list[Chat] = []
+
+    def exact(request: Chat, local: int) -> ChatResult:
+        sent.append(request)
+        return _cached(_timed(_answer("Reading.", local), 0.01), max(local - 2000, 0))
+
+    outcome = _run("agent-loop", exact)
+    assert outcome.status is Status.PASS, outcome.message
+    # Seven turns, one after another, the last within the 8,192-token window and an answer.
+    assert [r.name for r in sent] == [f"turn-{n}" for n in range(1, 8)]
+    assert outcome.metrics["prompt_tokens"] == outcome.metrics["tokens"]
+    assert 8192 - 64 - 240 <= outcome.metrics["tokens"][-1] <= 8192 - 64
+    assert all(r.body["tools"] == [agent_loop.TOOL] for r in sent)
+
+    def compacting(request: Chat, local: int) -> ChatResult:
+        results = sum(1 for m in request.body["messages"] if m["role"] == "tool")
+        return _answer("Reading.", local if results < 4 else local - 900 * (results - 3))
+
+    assert _codes(_run("agent-loop", compacting)) == {"history_compacted"}
+
+    def uncounted(request: Chat, local: int) -> ChatResult:
+        answer = _answer("Reading.", local)
+        answer.usage = None
+        return answer
+
+    assert _run("agent-loop", uncounted).status is Status.UNSUPPORTED
 
 
 @pytest.mark.parametrize(

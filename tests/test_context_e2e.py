@@ -7,12 +7,14 @@ tests/test_realserver.py.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import pytest
 
 from tests.conftest import VerifierRun
 from verifier import resources
+from verifier.reference.profiles import load_profile
 
 pytestmark = pytest.mark.slow
 
@@ -40,7 +42,15 @@ def test_clean_vendor_passes_every_case_its_window_holds(
     assert run.returncode == 0, run.stdout[-3000:]
     found = by_id(run)
     passed = {k for k, o in found.items() if o["status"] == "pass"}
-    assert passed == {"window", "over-window", "output-past-window", "cache-hot", *FITS}
+    assert passed == {
+        "window",
+        "over-window",
+        "output-past-window",
+        "cache-hot",
+        "shared-prefix",
+        "agent-loop",
+        *FITS,
+    }
     for case_id in set(found) - passed:
         assert "do not fit the window of 131,072" in str(found[case_id]["message"]), case_id
     metrics = run.family("context")["metrics"]
@@ -64,6 +74,15 @@ def test_clean_vendor_passes_every_case_its_window_holds(
     # Whole blocks of 16, the last token computed again.
     served = cache["tokens"] - 1
     assert cache["quicker"] and cache["cached_tokens"] == served - served % 16
+    # The speed at length is in the performance section too, and in scorecard.md's.
+    at_length = run.scorecard["performance"]["at_length"]
+    assert at_length["prefill"] == metrics["speed"]
+    assert at_length["ttft_linear_until"] == metrics["ttft_linear_until"]
+    assert at_length["cache"]["cached_tokens"] == cache["cached_tokens"]
+    markdown = (run.out / "scorecard.md").read_text()
+    section = markdown[markdown.index("### At length") : markdown.index("## Worst failures")]
+    assert section.count("\n| ") == len(retrieval) + 2
+    assert f"cached tokens reported: {cache['cached_tokens']:,}." in section
 
 
 def test_a_window_below_the_release_is_said_with_both_figures(
@@ -80,12 +99,14 @@ def test_a_window_below_the_release_is_said_with_both_figures(
     assert passed == {
         "over-window",
         "output-past-window",
+        "agent-loop",
         "needles-1k",
         "needles-2k",
         "needles-window",
     }
     # Its prefix cache keeps prompts of 4,096 tokens or more: none fits this window.
-    assert "no sign of a prefix cache" in str(found["cache-hot"]["message"])
+    for case_id in ("cache-hot", "shared-prefix"):
+        assert "no sign of a prefix cache" in str(found[case_id]["message"])
 
 
 def test_max_context_caps_every_long_prompt_and_says_so(
@@ -99,6 +120,8 @@ def test_max_context_caps_every_long_prompt_and_says_so(
     assert passed == {
         "window",
         "cache-hot",
+        "shared-prefix",
+        "agent-loop",
         "needles-1k",
         "needles-2k",
         "needles-4k",
@@ -110,8 +133,12 @@ def test_max_context_caps_every_long_prompt_and_says_so(
     assert "below the window" in messages["needles-window"]
     # The cache check's prompt is shortened to the cap.
     assert found["cache-hot"]["metrics"]["tokens"] <= 8192
-    prompts = run.scorecard["performance"]["families"]["context"]["tokens"]["prompt"]
-    assert prompts < 4 * 8192 * 3
+    assert found["shared-prefix"]["metrics"]["tokens"] <= 8192
+    # No prompt sent is longer than the cap, counted with the release's template and tokenizer.
+    kimi = load_profile("kimi-k2")
+    sent = [json.loads(line) for line in (run.out / "transcript.jsonl").read_text().splitlines()]
+    lengths = [len(kimi.prompt_ids(r["request"]["messages"])) for r in sent if r["request"]]
+    assert len(lengths) > 20 and max(lengths) <= 8192
 
 
 def test_bad_window_options_are_one_line_errors(run_verifier: Run, simulator: Start) -> None:

@@ -449,7 +449,11 @@ def test_context(realserver_run: SuiteRun, name: str) -> None:
     retrieves no needle even from 512 tokens (not graded), and its answer near the window ends
     by itself (nothing shows what the server does at the window: the SmolLM2 runs show it).
     The same long prompt twice: the repeat comes from llama-server's prompt cache (all of it
-    but the last token, which it computes again), with the same answer, and says so.
+    but the last token, which it computes again), with the same answer, and says so; two
+    prompts sharing all but their questions answer after each other as alone. The agent loop
+    (six tool results, 8,128 tokens at its last turn) is counted exactly every turn, and from
+    the third turn each turn's cached tokens are the whole turn before (measured: 1,465, 2,798
+    ... 6,806).
     """
     found = {
         key.split("/", 1)[1]: outcome
@@ -463,8 +467,15 @@ def test_context(realserver_run: SuiteRun, name: str) -> None:
     assert found["over-window"]["status"] == "pass"
     assert "ended by itself" in found["output-past-window"]["message"]
     fits = {"needles-1k", "needles-2k", "needles-4k", "needles-window"}
-    passed = {"over-window", "cache-hot", *fits}
+    passed = {"over-window", "cache-hot", "shared-prefix", "agent-loop", *fits}
     assert {k for k, o in found.items() if o["status"] == "pass"} == passed
+    # The agent loop: llama-server counts each turn's history of tool calls and results as the
+    # release's template writes it, and serves each turn's prefix from its prompt cache.
+    loop = found["agent-loop"]["metrics"]
+    assert loop["prompt_tokens"] == loop["tokens"]
+    assert len(loop["tokens"]) == 7 and loop["tokens"][-1] > 8192 - 64 - 240
+    cached = loop["cached_tokens"][2:]
+    assert cached == sorted(cached) and cached[-1] > 4096
     # llama-server's prompt cache (on by default) serves the repeat, and says so.
     cache = found["cache-hot"]["metrics"]
     assert cache["cached_tokens"] == cache["tokens"] - 1

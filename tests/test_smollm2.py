@@ -858,6 +858,13 @@ def test_llama_server_at_a_smaller_window(
     cache = found["cache-hot"]
     assert cache["status"] == "pass", cache
     assert cache["metrics"]["cached_tokens"] == cache["metrics"]["tokens"] - 1
+    # Two prompts sharing all but the question: each answered after the other as alone, the
+    # later ones of each order served from the cache.
+    shared = found["shared-prefix"]
+    assert shared["status"] == "pass", shared
+    assert all(n > 1000 for n in shared["metrics"]["cached_tokens"][1:3])
+    # SmolLM2's template writes no tool calls: its agent loop's history has nothing to count.
+    assert "writes no tool calls" in found["agent-loop"]["message"]
     assert failed_in(found) == {"window": "window_below_release"}
     # Each rung's first question is timed cold: the prefill rate by length.
     speed = run.family("context")["metrics"]["speed"]
@@ -930,3 +937,7 @@ def test_vllm_at_a_smaller_window(vllm_server: VllmServer, model: Path, tmp_path
     }
     cache = found["cache-hot"]["metrics"]
     assert cache["cached_tokens"] is None and cache["quicker"] is True
+    # The same prompt after its sibling answers as alone; its cache is seen only by the time.
+    shared = found["shared-prefix"]
+    assert shared["status"] == "pass", shared
+    assert shared["metrics"]["cached_tokens"] == [None] * 6

@@ -43,6 +43,12 @@ Checks (a case's ``check``):
   (``cache_changes_answer``), and where its first token came much sooner (a third of the time,
   50 ms less at least) its usage must say what the cache served (``cached_tokens_unreported``).
   With neither cached tokens nor a quicker repeat, no prefix cache is seen: unsupported.
+- ``shared_prefix``: two prompts sharing all but their questions (16,384 tokens, or what the
+  window allows), in both orders: each order sends one prompt alone (its own nonce: cold), then
+  its sibling, then the first again, streamed. The first prompt's answer after its sibling must
+  be its answer alone (``cache_changes_answer``: a cache that keys blocks by too short a prefix
+  serves one prompt the other's). The same prompt is compared with itself, so nothing but the
+  cache differs between the two answers. Without a sign of a cache: unsupported, as above.
 
 Each rung's prompt begins with a nonce too, and its first question is streamed alone: its first
 token times the prompt's computing, cold. The summary gives the prefill rate by length (prompt
@@ -69,7 +75,7 @@ from ..protocol.requests import Chat, Exchange, Get, Request, together
 from ..protocol.window import StatedWindow
 from ..stats import rate, wilson_interval
 from .registry import QUICK, family
-from .support import haystack
+from .support import agent_loop, haystack
 from .support.common import excerpt, hang_finding
 from .support.evidence import NO_PROMPT_TOKENS, cached_tokens, counted, evidence_findings
 from .support.subchecks import Graded, SubCheck, Unsupported, run_checks, status_counts
@@ -92,6 +98,12 @@ ANSWER_TOKENS = 16
 ANCHOR = 512
 # The cache check's prompt (a shorter window or --max-context shortens it).
 CACHE_TOKENS = 131072
+# The shared-prefix check's prompts (as short, where the cache check's is).
+SHARED_TOKENS = 16384
+# The agent loop's last turn, past 32k tokens, and its tool results (as short, where the cache
+# check's is).
+AGENT_TOKENS = 36864
+AGENT_TURNS = 6
 # A rung whose prompt tokens per second of first token fall below this share of the best
 # shorter rung's: its first token no longer comes in time linear in the prompt's length.
 LINEAR = 0.5
@@ -543,15 +555,28 @@ def _first_token(result: ChatResult) -> float | None:
     return result.token_arrivals[0] if result.token_arrivals else result.first_byte
 
 
+def quicker(cold: ChatResult, hot: ChatResult) -> bool:
+    """The hot answer came from a cache: its first token in a third of the time (pure).
+
+    And 50 ms sooner at least: noise on a loaded machine is neither.
+    """
+    cold_at, hot_at = _first_token(cold), _first_token(hot)
+    return (
+        cold_at is not None
+        and hot_at is not None
+        and cold_at >= 3 * hot_at
+        and cold_at - hot_at >= 0.05
+    )
+
+
 def cache_findings(
     cold: ChatResult, hot: ChatResult, compare_text: bool
 ) -> tuple[list[Finding], dict[str, Any]]:
     """The same long prompt answered cold, then hot (pure).
 
-    The hot answer must be the cold one (greedy), and a cache that made the hot one quicker
-    must say what it served (``cached_tokens``), where it has a usage to say it in. Quicker
-    means a first token in a third of the time and 50 ms sooner at least: noise on a loaded
-    machine is neither.
+    The hot answer must be the cold one (greedy), and a cache that made the hot one
+    :func:`quicker` must say what it served (``cached_tokens``), where it has a usage to say
+    it in.
     """
     timing = [_first_token(cold), _first_token(hot)]
     served = cached_tokens(hot)
@@ -575,15 +600,9 @@ def cache_findings(
             )
         )
     cold_at, hot_at = timing
-    quicker = (
-        cold_at is not None
-        and hot_at is not None
-        and cold_at >= 3 * hot_at
-        and cold_at - hot_at >= 0.05
-    )
-    metrics["quicker"] = quicker
+    metrics["quicker"] = sooner = quicker(cold, hot)
     # An answer without usage says nothing either way: that is wire's usage_missing.
-    if not served and quicker and hot.usage is not None:
+    if not served and sooner and hot.usage is not None:
         assert cold_at is not None and hot_at is not None
         findings.append(
             Finding(
@@ -636,12 +655,128 @@ def _check_cache_hot(case: Case, ctx: RunContext) -> Graded:
     return findings, metrics
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Order:
+    """One order of the shared-prefix check: a prompt alone, its sibling after it, it again.
+
+    `alone` and `again` are the same prompt, asking `needle`'s question; `sibling` (asked
+    between them) shares all of it but the question.
+    """
+
+    needle: haystack.Needle
+    other: haystack.Needle
+    alone: ChatResult
+    sibling: ChatResult
+    again: ChatResult
+
+
+def shared_findings(orders: Sequence[Order]) -> list[Finding]:
+    """Each prompt's answer after its sibling against its answer alone, greedy (pure)."""
+    findings: list[Finding] = []
+    for order in orders:
+        first, then = _answer(order.alone), _answer(order.again)
+        if first == then:
+            continue
+        findings.append(
+            Finding(
+                "cache_changes_answer",
+                f"the prompt asking for the {order.needle.name} vault's code, sent again after "
+                f"the one asking for the {order.other.name} vault's (the same but for the "
+                f"question), was answered {excerpt(then, 80)!r}; sent alone, "
+                f"{excerpt(first, 80)!r}",
+                "$.choices[0].message.content",
+                expected=first,
+                actual=then,
+                compare=True,
+            )
+        )
+    return findings
+
+
+def _check_shared_prefix(case: Case, ctx: RunContext) -> Graded:
+    profile = _profile(ctx)
+    if ctx.sampled:
+        raise Unsupported("sampled answers differ by themselves: the check needs greedy ones")
+    window = yield from _window(ctx, profile)
+    needles = haystack.needles(ctx.seed)
+    pair = (needles[0], needles[-1])
+    length = min(SHARED_TOKENS, _cache_length(window, ctx.max_context))
+    metrics: dict[str, Any] = {**window.metrics()}
+    orders: list[Order] = []
+    sent: list[ChatResult] = []
+    for needle, other in (pair, pair[::-1]):
+        # Each order's own prefix, which neither the other order nor any earlier run has.
+        hay, local = haystack.build(profile, length, ctx.seed, needles, needle.question, _nonce())
+        metrics["tokens"] = local
+        asked = (needle, other, needle)
+        results = []
+        for step, question in zip(("alone", "sibling", "again"), asked, strict=True):
+            body = _ask(hay, question.question, ctx, ANSWER_TOKENS)
+            results.append((yield Chat(body, f"{needle.depth:.0%}-{step}", stream=True)))
+        refused = [r for r in results if not r.ok]
+        if refused:
+            return [within_window_refusal(refused[0], window, local)], metrics
+        sent += results
+        orders.append(Order(needle, other, *results))
+    broken = [f for r in sent for f in evidence_findings(r, "shared")]
+    if broken:
+        return broken, metrics
+    metrics["cached_tokens"] = [cached_tokens(r) for r in sent]
+    findings = shared_findings(orders)
+    cached = any(metrics["cached_tokens"]) or any(quicker(o.alone, o.again) for o in orders)
+    if not findings and not cached:
+        raise Unsupported(
+            "no sign of a prefix cache: no answer reports cached tokens and no repeat's first "
+            "token came sooner",
+            metrics,
+        )
+    return findings, metrics
+
+
+def _check_agent_loop(case: Case, ctx: RunContext) -> Graded:
+    profile = _profile(ctx)
+    if not agent_loop.writes_tool_turns(profile):
+        raise Unsupported(
+            "the release's template writes no tool calls or results: a loop's history cannot "
+            "be counted"
+        )
+    window = yield from _window(ctx, profile)
+    length = min(AGENT_TOKENS, _cache_length(window, ctx.max_context))
+    loop = agent_loop.build(profile, length, AGENT_TURNS, ctx.seed, _nonce())
+    metrics: dict[str, Any] = {**window.metrics(), "tokens": list(loop.counts)}
+    results: list[ChatResult] = []
+    # One turn after another, as a harness sends them: each turn's prefix is the one before.
+    for turn, messages in enumerate(loop.turns):
+        body = ctx.request(
+            messages=[dict(m) for m in messages],
+            tools=[agent_loop.TOOL],
+            max_tokens=ANSWER_TOKENS,
+        )
+        result = yield Chat(body, f"turn-{turn + 1}", stream=True)
+        if not result.ok:
+            return [within_window_refusal(result, window, loop.counts[turn])], metrics
+        results.append(result)
+    broken = [f for n, r in enumerate(results) for f in evidence_findings(r, f"turn-{n + 1}")]
+    if broken:
+        return broken, metrics
+    prompts = [counted(r, f"turn-{n + 1}") for n, r in enumerate(results)]
+    metrics["cached_tokens"] = [cached_tokens(r) for r in results]
+    metrics["ttft"] = [_first_token(r) for r in results]
+    billed = [p for p in prompts if p is not None]
+    if len(billed) < len(prompts):
+        raise Unsupported(NO_PROMPT_TOKENS, metrics)
+    metrics["prompt_tokens"] = billed
+    return agent_loop.history_findings(loop.counts, billed), metrics
+
+
 RUNS: dict[str, SubCheck] = {
     "window": _check_window,
     "over_window": _check_over_window,
     "output_past_window": _check_output_past_window,
     "needles": _check_needles,
     "cache_hot": _check_cache_hot,
+    "shared_prefix": _check_shared_prefix,
+    "agent_loop": _check_agent_loop,
 }
 
 
@@ -715,15 +850,22 @@ def linear_until(ttft: Mapping[int, float]) -> int | None:
 def cost(case: Case) -> float:
     """The requests a case sends a correct endpoint: the model list, then its answers.
 
-    A rung asks its three questions and the short prompt's; the cache check asks twice; the
-    prompt near the window is answered; the one past it is refused (answered without
-    generating); the window check only reads the model list. (A long prompt takes longer than
-    a short one, but the schedule counts requests.)
+    A rung asks its three questions and the short prompt's; the cache check asks twice, the
+    shared-prefix check six times, the agent loop once a turn; the prompt near the window is
+    answered; the one past it is refused (answered without generating); the window check
+    only reads the model list. (A long prompt takes longer than a short one, but the schedule
+    counts requests.)
     """
     check = case.data["check"]
     if check == "over_window":
         return 2 * QUICK
-    generating = {"window": 0, "output_past_window": 1, "cache_hot": 2}
+    generating = {
+        "window": 0,
+        "output_past_window": 1,
+        "cache_hot": 2,
+        "shared_prefix": 6,
+        "agent_loop": AGENT_TURNS + 1,
+    }
     return generating.get(check, 4) + QUICK
 
 

@@ -373,6 +373,19 @@ CACHED_PREFIX_CHANGES_ANSWER = _define(
     "answers a long prompt whose prefix it has cached otherwise than the same prompt cold (a "
     "cache that keeps stale or misplaced KV)",
 )
+PREFIX_CACHE_COLLISION = _define(
+    "prefix-cache-collision",
+    "context",
+    "keys its prefix cache by a long prompt's first blocks alone: a prompt that begins as an "
+    "earlier one did is answered from the earlier one's KV, its question and not its own",
+)
+HISTORY_COMPACTED = _define(
+    "history-compacted",
+    "context",
+    "compacts a long agent history: every tool result but the last four is replaced by a "
+    "one-line stub before the model reads it (as a serving layer that trims context does), "
+    "billing what it kept",
+)
 OVER_WINDOW_500 = _define(
     "over-window-500", "context", "answers a prompt past its window with HTTP 500"
 )

@@ -20,6 +20,8 @@ LONG = 4096
 BLOCK = 16
 # Seconds to compute one prompt token not in the cache, before a streamed answer's first token.
 PREFILL = 2e-6
+# The first tokens a cache keyed by too short a prefix finds a prompt by (prefix-cache-collision).
+KEY = 4 * BLOCK
 _KEPT = 8
 
 
@@ -47,6 +49,21 @@ class PrefixCache:
                 self._prompts.popitem(last=False)
         tokens = min(shared // 4, len(ids) - 1)
         return tokens - tokens % BLOCK
+
+    def collided(self, ids: Sequence[int]) -> tuple[int, ...] | None:
+        """The latest other kept prompt whose first :data:`KEY` tokens are `ids`' own, or None.
+
+        What a cache keyed by its prompts' first blocks alone serves a prompt: the KV of
+        another that merely began the same way.
+        """
+        if len(ids) < LONG:
+            return None
+        key = array.array("I", ids).tobytes()
+        with self._lock:
+            for seen in reversed(self._prompts):
+                if seen[: 4 * KEY] == key[: 4 * KEY]:
+                    return None if seen == key else tuple(array.array("I", seen))
+        return None
 
 
 def _common(one: bytes, other: bytes) -> int:

@@ -93,6 +93,9 @@ CACHED = "_cached_prompt_tokens"
 # The request key that says how many of the prompt's first tokens the model no longer attends
 # to (a cache that serves stale KV for them: cached-prefix-changes-answer).
 STALE = "_stale_prompt_tokens"
+# The request key that gives the prompt text the model reads instead of the request's own (a
+# cache that served another prompt's KV: prefix-cache-collision).
+SERVED = "_served_prompt"
 # A prompt (as its JSON key) this long is a long-context one: few of them are remembered.
 LONG_PROMPT = 100_000
 
@@ -249,7 +252,9 @@ class PromptPath:
 
     def seen(self, request: Mapping[str, Any]) -> str:
         """The prompt text the model reads: all of it, or what the vendor kept and served fresh."""
-        kept, stale = request.get(KEPT), request.get(STALE)
+        kept, stale, served = request.get(KEPT), request.get(STALE), request.get(SERVED)
+        if isinstance(served, str):
+            return served
         if isinstance(kept, int):
             return self.tokenizer.decode(self.prompt_ids(request)[-kept:])
         if isinstance(stale, int):

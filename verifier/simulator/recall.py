@@ -20,9 +20,12 @@ def recalled(question: str, seen: Callable[[], str]) -> str | None:
 
     None when the question is not about a haystack (another rule answers it).
     """
-    name = haystack.asked(question)
-    if name is not None:
-        return haystack.stated(seen(), name) or NOT_FOUND
+    if haystack.asked(question) is not None:
+        # The question the model reads is the prompt's it was served (a cache may serve
+        # another's).
+        text = seen()
+        name = haystack.asked(text)
+        return (haystack.stated(text, name) if name else None) or NOT_FOUND
     if question.rstrip().endswith(haystack.COUNT_QUESTION):
         return "\n".join(str(n) for n in range(1, 5001))
     return None

@@ -88,6 +88,7 @@ from .defects import (
     MESSAGES_THINKING_UNSIGNED,
     MISSING_REASONING_500,
     MISSING_REASONING_HANG,
+    PREFIX_CACHE_COLLISION,
     RESPONSES_CUT_AS_COMPLETED,
     RESPONSES_EFFORT_DROPPED,
     RESPONSES_ENCRYPTED_CONTENT_EMPTY,
@@ -106,9 +107,9 @@ from .distribution import Perturbation, PromptMemory, prompt_digest
 from .faults import InFlight, choose_fault
 from .pace import Pace, tokens_in
 from .prefix_cache import PREFILL, PrefixCache
-from .prompt import CACHED, STALE, PromptPath, normalised
+from .prompt import CACHED, SERVED, STALE, PromptPath, normalised
 from .rules import MODEL_ID, Path, Reply, ToyPath, respond
-from .serving_window import admit
+from .serving_window import admit, compacted
 from .validation import Policy, Rejection, request_problem, with_declared_tools
 from .wire_answers import completion_body, one_token_sampled, stream_events
 
@@ -527,7 +528,7 @@ class Handler(BaseHTTPRequestHandler):
                 "model": self.server.policy.model,
                 "messages": [{"role": "user", "content": "?"}],
             }
-        request = with_declared_tools(request, self.server.policy)
+        request = compacted(with_declared_tools(request, self.server.policy), self.server.defects)
         admitted = self._admitted(request)
         if admitted is None:
             return
@@ -747,10 +748,14 @@ class Handler(BaseHTTPRequestHandler):
         if not isinstance(path, PromptPath):
             return request, 0.0
         ids = path.prompt_ids(request)
-        cached = self.server.prefix_cache.visit(ids)
+        cache = self.server.prefix_cache
+        other = cache.collided(ids) if defects.has(PREFIX_CACHE_COLLISION) else None
+        cached = cache.visit(ids)
         if cached is None:
             return request, 0.0
         marked = dict(request)
+        if other is not None:
+            marked[SERVED] = path.tokenizer.decode(list(other))
         if not defects.has(CACHED_TOKENS_UNREPORTED):
             marked[CACHED] = cached
         if cached and defects.has(CACHED_PREFIX_CHANGES_ANSWER):

@@ -12,6 +12,7 @@ from typing import Any
 
 from .defects import (
     CONTEXT_SHIFT,
+    HISTORY_COMPACTED,
     OVER_WINDOW_500,
     OVER_WINDOW_HANG,
     PROMPT_TRUNCATED_FRONT,
@@ -21,6 +22,9 @@ from .defects import (
 from .prompt import KEPT
 from .rules import max_tokens_of
 from .validation import Rejection
+
+# The tool results a vendor that compacts history keeps whole (history-compacted).
+KEPT_RESULTS = 4
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -69,3 +73,21 @@ def admit(request: dict[str, Any], prompt: int, window: int | None, defects: Def
         return Admission(request)
     capped = {k: v for k, v in request.items() if k != "max_completion_tokens"}
     return Admission({**capped, "max_tokens": held - prompt})
+
+
+def compacted(request: dict[str, Any], defects: Defects) -> dict[str, Any]:
+    """The request as the vendor passes it to its model: a long history's old results cut.
+
+    With history-compacted, every tool result but the last :data:`KEPT_RESULTS` becomes a
+    one-line stub; otherwise the request as it came.
+    """
+    messages = request.get("messages")
+    if not defects.has(HISTORY_COMPACTED) or not isinstance(messages, list):
+        return request
+    results = [n for n, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "tool"]
+    old = set(results[:-KEPT_RESULTS])
+    if not old:
+        return request
+    stub = "[earlier tool output compacted]"
+    kept = [{**m, "content": stub} if n in old else m for n, m in enumerate(messages)]
+    return {**request, "messages": kept}

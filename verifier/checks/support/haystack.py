@@ -132,10 +132,13 @@ def _sentence_tokens(tokenizer: Tokenizer, seed: int) -> tuple[int, ...]:
     return tuple(len(encode(f" {s}")) for s in _pool(seed))
 
 
-def _filler(profile: Profile, seed: int, budget: int) -> list[str]:
-    """Filler sentences whose tokens add up to about `budget` (within one sentence)."""
+def _filler(profile: Profile, seed: int, budget: int, part: str = "") -> list[str]:
+    """Filler sentences whose tokens add up to about `budget` (within one sentence).
+
+    Each `part` draws its own order from the pool.
+    """
     pool, sizes = _pool(seed), _sentence_tokens(profile.tokenizer, seed)
-    rng = random.Random(f"order:{seed}")
+    rng = random.Random(f"order:{seed}{part}")
     chosen: list[str] = []
     total = 0
     while total < budget:
@@ -143,6 +146,11 @@ def _filler(profile: Profile, seed: int, budget: int) -> list[str]:
         chosen.append(pool[at])
         total += sizes[at]
     return chosen
+
+
+def prose(profile: Profile, seed: int, tokens: int, part: str) -> str:
+    """Filler text of about `tokens` tokens (within a sentence), in `part`'s own order."""
+    return " ".join(_filler(profile, seed, tokens, f":{part}"))
 
 
 def _text(sentences: Sequence[str], placed: Sequence[Needle], lead: str = "") -> str:
