@@ -168,8 +168,11 @@ ROWS: tuple[Row, ...] = (
         "probes are left to the bill (an engine may deliver the message it continued, so "
         "their length says nothing of the limit): their one-token answers said completed, "
         "billed one token where the answer and the end of its turn are two, which is "
-        "completion_tokens_mismatch",
+        "completion_tokens_mismatch; so does the context family's answer cut at the window "
+        "(it said completed, and its bill left out the end of its turn), and its agent loop's "
+        "16-token answers say they completed",
         verifier=("--api", "chat,responses"),
+        context={"completion_tokens_mismatch", "length_not_reported"},
         chat_template={"length_not_reported", "completion_tokens_mismatch"},
         tokenizer={"length_not_reported"},
         structured_output={"length_not_reported", "truncated_without_length"},
@@ -198,8 +201,10 @@ ROWS: tuple[Row, ...] = (
         "messages-cache-double-counted",
         "every Messages answer bills the prompt and most of it again: the counting route, "
         "which counts the prompt once, disagrees with that bill, and tool calling's twins bill "
-        "more than chat's",
+        "more than chat's; the context family's agent loop, each turn's history held to the "
+        "local count, is billed about twice it",
         verifier=("--api", "chat,messages"),
+        context={"prompt_tokens_mismatch"},
         chat_template={"cached_tokens_double_counted", "count_tokens_disagrees"},
         tokenizer={"cached_tokens_double_counted"},
         tool_calling={"cross_api_prompt_tokens_differ"},

@@ -76,6 +76,8 @@ def test_the_window_is_read_where_each_engine_states_it() -> None:
             },
             2048,
         ),
+        # Anthropic's.
+        ({"message": "prompt is too long: 208656 tokens > 200000 maximum"}, 200000),
         ({"message": "prompt is too long"}, None),
         (None, None),
     ],
@@ -396,6 +398,14 @@ def test_an_answer_must_stop_at_the_window() -> None:
         return _answer("1", local, 2, "stop")
 
     assert "ended by itself" in _run("output-past-window", short).message
+
+    # Stopped at the window mid-count, and said to have ended on its own.
+    def unsaid(request: Chat, local: int) -> ChatResult:
+        return _answer(_text_of(8192 - local), local, 8192 - local, "stop")
+
+    outcome = _run("output-past-window", unsaid)
+    assert _codes(outcome) == {"length_not_reported"}
+    assert "its count broken off at" in outcome.message
 
 
 def test_without_a_window_or_a_profile_nothing_is_graded(small_profile: Profile) -> None:

@@ -145,3 +145,30 @@ def test_bad_window_options_are_one_line_errors(run_verifier: Run, simulator: St
     run = run_verifier(simulator("--profile", "kimi-k2"), "--max-context", "0")
     assert run.returncode == 4
     assert "--max-context" in run.stderr and "a whole number >= 1" in run.stderr
+
+
+def test_what_each_api_says_for_itself_is_checked_through_it(
+    simulator: Start, run_verifier: Run
+) -> None:
+    """The refusal, the answer cut at the window, the cache's field and the tool history go
+    through every API; the ladder, the window and the shared prefix once, over chat."""
+    run = context_run(
+        run_verifier, simulator("--profile", "kimi-k2"), "--api", "chat,messages,responses"
+    )
+    assert run.returncode == 0, run.stdout[-3000:]
+    twins = {key.split("/", 1)[1]: o for key, o in run.outcomes().items() if key.endswith("]")}
+    every = ("over-window", "output-past-window", "cache-hot", "agent-loop")
+    assert set(twins) == {f"{c}[{api}]" for c in every for api in ("messages", "responses")}
+    assert {o["status"] for o in twins.values()} == {"pass"}
+    # Each API refuses in its own words, and each is read as a refusal for length.
+    assert "tokens > 131072 maximum" in str(twins["over-window[messages]"]["metrics"]["refusal"])
+    assert "exceeds the context window" in str(
+        twins["over-window[responses]"]["metrics"]["refusal"]
+    )
+    # Messages says its cache reads apart (cache_read_input_tokens), Responses in
+    # input_tokens_details: the same figure as chat's.
+    chat = by_id(run)["cache-hot"]["metrics"]["cached_tokens"]
+    for api in ("messages", "responses"):
+        assert twins[f"cache-hot[{api}]"]["metrics"]["cached_tokens"] == chat
+        loop = twins[f"agent-loop[{api}]"]["metrics"]
+        assert loop["prompt_tokens"] == loop["tokens"]

@@ -19,7 +19,7 @@ from verifier.render.gate_text import summary_lines
 from verifier.render.performance_section import performance_line, performance_markdown
 from verifier.scorecard.gate import family_gate
 from verifier.scorecard.provenance import endpoint_records
-from verifier.scorecard.request_figures import cost, delivered_texts, measure
+from verifier.scorecard.request_figures import cost, delivered_texts, measure, read
 from verifier.simulator.pace import Pace, tokens_in
 from verifier.stats import quantile_interval
 
@@ -103,14 +103,16 @@ def test_delivered_tokens_are_counted_per_whole_text_a_stream_s_pieces_joined() 
         chunk(tool_calls=[more]),
         {"choices": [], "usage": USAGE},
     ]
-    assert sorted(delivered_texts(record)) == sorted(["Let me think.", "Hello", 'get_{"a": 1}'])
+    assert sorted(delivered_texts(read(record))) == sorted(
+        ["Let me think.", "Hello", 'get_{"a": 1}']
+    )
     body = {
         "choices": [
             {"index": 0, "message": {"content": "Hi there", "reasoning_content": None}},
             {"index": 1, "message": {"content": "Bye"}},
         ]
     }
-    assert delivered_texts({"status": 200, "response": body}) == ["Hi there", "Bye"]
+    assert delivered_texts(read({"status": 200, "response": body})) == ["Hi there", "Bye"]
     failed = {"label": "wire/f#1", "status": 500, "fault": "http_5xx", "retry": False}
     lines = [json.dumps(record).encode(), json.dumps({**failed, "response": body}).encode()]
     words = ("words", lambda text: len(text.split()))
@@ -310,3 +312,63 @@ def test_load_labels_name_their_level_and_others_none() -> None:
     assert Label.parse("load/c32#7").load_level == 32
     assert Label.parse("wire/n-2#stream").load_level is None
     assert Label.parse("probe/chat") == Label("probe", "chat")
+
+
+def test_the_other_apis_answers_are_counted_by_their_own_usage() -> None:
+    """Messages counts cache reads apart from input_tokens; Responses says them in details."""
+    messages = {
+        "label": "context/cache-hot[messages]#hot",
+        "url": "http://127.0.0.1:1/v1/messages",
+        "status": 200,
+        "stream": False,
+        "latency_ms": 5.0,
+        "response": {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "m",
+            "content": [{"type": "text", "text": "Hi"}],
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": 10,
+                "output_tokens": 2,
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 990,
+            },
+        },
+    }
+    responses = {
+        "label": "context/cache-hot[responses]#hot",
+        "url": "http://127.0.0.1:1/v1/responses",
+        "status": 200,
+        "stream": False,
+        "latency_ms": 5.0,
+        "response": {
+            "id": "resp_1",
+            "object": "response",
+            "created_at": 0,
+            "status": "completed",
+            "model": "m",
+            "output": [
+                {
+                    "type": "message",
+                    "id": "msg_1",
+                    "status": "completed",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": "Hi", "annotations": []}],
+                }
+            ],
+            "usage": {
+                "input_tokens": 1000,
+                "input_tokens_details": {"cached_tokens": 990},
+                "output_tokens": 2,
+                "output_tokens_details": {"reasoning_tokens": 0},
+                "total_tokens": 1002,
+            },
+        },
+    }
+    lines = [json.dumps(r).encode() for r in (messages, responses)]
+    section = measure(endpoint_records(lines), ["context"], concurrency=1)
+    tokens = section["families"]["context"]["tokens"]
+    assert (tokens["prompt"], tokens["cached"], tokens["completion"]) == (2000, 1980, 4)

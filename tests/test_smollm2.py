@@ -873,6 +873,49 @@ def test_llama_server_at_a_smaller_window(
     assert [int(n) for n in retrieval] == sorted(int(n) for n in retrieval) and retrieval
 
 
+def test_llama_server_at_a_smaller_window_over_every_api(
+    llama_server: Callable[[str], LlamaServer], model: Path, tmp_path: Path
+) -> None:
+    """The checks of what an API says for itself, through llama-server's three APIs.
+
+    The refusal past the window is the same 400 through all three (llama-server's own error,
+    naming both counts); its Messages usage says the cache's reads (``cache_read_input_tokens``
+    1,983, as chat's ``cached_tokens``) and so does its Responses usage. A real finding: over
+    Responses, the answer cut at the window says ``status`` ``completed``, not ``incomplete``,
+    its count broken off mid-line (``length_not_reported``), and its bill of 58 output tokens
+    leaves out the end of turn a completed answer would have had (``completion_tokens_mismatch``,
+    the accounting's reading of the same status). Through chat and Messages it ends with
+    ``length`` and ``max_tokens``, as it should.
+    """
+    run = context_run(
+        llama_server("smollm2-2048").url,
+        tmp_path / "out",
+        model,
+        *("--api", "chat,messages,responses"),
+        *("-k", "over-window or output-past-window or cache-hot"),
+    )
+    found = outcomes(run, "context")
+    checks = ("over-window", "output-past-window", "cache-hot")
+    apis = ("", "[messages]", "[responses]")
+    assert set(found) == {f"{c}{a}" for c in checks for a in apis}
+    assert set(failed_in(found)) == {"output-past-window[responses]"}
+    cut = found["output-past-window[responses]"]
+    assert {f["code"] for f in cut["findings"]} == {
+        "completion_tokens_mismatch",
+        "length_not_reported",
+    }
+    assert cut["metrics"]["finish_reason"] == "stop"
+    for api in apis:
+        refusal = found[f"over-window{api}"]["metrics"]
+        assert refusal["status"] == 400
+        assert "exceeds the available context size (2048 tokens)" in refusal["refusal"]
+        cache = found[f"cache-hot{api}"]["metrics"]
+        assert cache["cached_tokens"] == cache["tokens"] - 1
+        past = found[f"output-past-window{api}"]["metrics"]
+        assert past["prompt_tokens"] + past["delivered_tokens"] == 2048
+    assert found["output-past-window[messages]"]["metrics"]["finish_reason"] == "length"
+
+
 def test_llama_server_context_shift_runs_an_answer_past_the_window(
     llama_server: Callable[[str], LlamaServer], model: Path, tmp_path: Path
 ) -> None:

@@ -21,8 +21,9 @@ Checks (a case's ``check``):
 - ``output_past_window``: a prompt 48 tokens short of the window asking for a long answer must
   be refused, or end with ``finish_reason`` ``length`` at the window: ``answer_past_window``
   (prompt and the text delivered together run past the window, so the model no longer saw
-  the whole prompt when it wrote the last tokens: a context shift does that), and the two
-  above for errors;
+  the whole prompt when it wrote the last tokens: a context shift does that),
+  ``length_not_reported`` (stopped at the window, its count broken off, yet said to have
+  ended on its own), and the two above for errors;
 - ``needles``: a ladder rung. A prompt of about ``tokens`` tokens (``window``: the window less
   room for the answer) with needles at 10%, 50% and 90% of its depth, each asked for by its
   own question. ``prompt_tokens`` must grow from a 512-token prompt of the same needles by
@@ -43,6 +44,10 @@ Checks (a case's ``check``):
   (``cache_changes_answer``), and where its first token came much sooner (a third of the time,
   50 ms less at least) its usage must say what the cache served (``cached_tokens_unreported``).
   With neither cached tokens nor a quicker repeat, no prefix cache is seen: unsupported.
+- ``agent_loop``: an agent harness's history replayed turn by turn (tool calls and long tool
+  results, past 32k tokens): every turn's ``prompt_tokens`` must grow from the task alone's
+  by the local count (:mod:`.support.agent_loop`: ``history_compacted``, or
+  ``prompt_tokens_mismatch``); each turn's cached tokens and first token are reported.
 - ``shared_prefix``: two prompts sharing all but their questions (16,384 tokens, or what the
   window allows), in both orders: each order sends one prompt alone (its own nonce: cold), then
   its sibling, then the first again, streamed. The first prompt's answer after its sibling must
@@ -54,6 +59,10 @@ Each rung's prompt begins with a nonce too, and its first question is streamed a
 token times the prompt's computing, cold. The summary gives the prefill rate by length (prompt
 tokens per second of first token), the longest prompt up to which that time grew in
 proportion (``ttft_linear_until``), and the cache check's first tokens cold and hot.
+
+The checks of what an API says for itself (the refusal, the answer cut at the window, the
+cache's field, the tool history) go through every API the run speaks; the ladder, the window
+and the shared prefix are the engine's, and go once, over chat completions.
 
 Rungs past the window, and any prompt past ``--max-context``, are unsupported, saying which.
 The haystack and needles are drawn from the run's seed (``--rotate`` gives it from the
@@ -71,6 +80,7 @@ from ..errors import EndpointTimeout
 from ..outcome import CaseRecord, Finding
 from ..protocol import window as stated_windows
 from ..protocol.answers import ChatResult
+from ..protocol.apis import API_NAMES
 from ..protocol.requests import Chat, Exchange, Get, Request, together
 from ..protocol.window import StatedWindow
 from ..stats import rate, wilson_interval
@@ -381,6 +391,20 @@ def _check_output_past_window(case: Case, ctx: RunContext) -> Graded:
                 "$.choices[0].message.content",
                 expected=f"at most {limit:,} tokens in all",
                 actual=used,
+            )
+        ], metrics
+    text = (result.choice.content or "").strip()
+    if finish != "length" and used >= limit and not text.endswith(haystack.COUNT_END):
+        # Cut at the window mid-count, yet said to have ended by itself.
+        last = text.rsplit("\n", 1)[-1]
+        return [
+            Finding(
+                "length_not_reported",
+                f"{what} stopped at the window, its count broken off at {last!r} after {made:,} "
+                f"tokens, yet its finish_reason is {finish!r}: it says it ended on its own",
+                "$.choices[0].finish_reason",
+                expected="length",
+                actual=finish,
             )
         ], metrics
     if finish != "length" and used < limit:
@@ -874,7 +898,26 @@ def before_run(run: RunConfig, baseline: Mapping[str, Any] | None) -> Contextual
     return lambda probed: {"max_context": run.max_context}
 
 
-@family("context", summarize=summarize, cost=cost, before_run=before_run)
+# The checks of what each API says for itself: its refusal past the window, where an answer
+# cut at the window stops, its cache's field, how it carries a tool history. The ladder, the
+# window's statement and the shared prefix are the engine's, the same through any API, and are
+# sent (and paid for) once, over chat completions.
+EVERY_API = frozenset({"over_window", "output_past_window", "cache_hot", "agent_loop"})
+
+
+def case_apis(case: Case) -> tuple[str, ...]:
+    """Every API for what an API says for itself; chat completions for the engine's checks."""
+    return API_NAMES if case.data["check"] in EVERY_API else ("chat",)
+
+
+@family(
+    "context",
+    summarize=summarize,
+    cost=cost,
+    before_run=before_run,
+    apis=API_NAMES,
+    case_apis=case_apis,
+)
 def run(case: Case, ctx: RunContext) -> Exchange:
     """The window stated and honoured: refused past it, every token counted and read up to it."""
     return (yield from run_checks(case, ctx, RUNS))

@@ -26,6 +26,8 @@ _REFUSAL_WINDOW = (
     re.compile(r"maximum context length is (\d+)", re.IGNORECASE),
     re.compile(r"context size \((\d+) tokens?\)", re.IGNORECASE),
     re.compile(r"context (?:window|length) of (\d+)", re.IGNORECASE),
+    # Anthropic's Messages API: "prompt is too long: 208656 tokens > 200000 maximum".
+    re.compile(r"tokens > (\d+) maximum", re.IGNORECASE),
 )
 # Words a refusal for length says it with (any one of them).
 _LENGTH_WORDS = re.compile(r"context|too long|too many tokens|maximum.*length|exceed", re.I)

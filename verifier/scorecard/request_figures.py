@@ -34,22 +34,35 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..endpoint.client import fault_end
+from ..protocol.answers import ChatResult
+from ..protocol.apis import ROUTES, protocol_of
 from ..protocol.labels import Label
-from ..protocol.stream import read_recorded
 from ..stats import quantile_interval, rate
-from .provenance import answers_of
 
 QUANTILES = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))
 
 
-def _usage(record: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The last usage object the record's answer (or stream) carried."""
-    found = [
-        a["usage"] for a in answers_of(record.get("response")) if isinstance(a.get("usage"), dict)
-    ]
-    return found[-1] if found else None
+def _api(record: Mapping[str, Any]) -> str:
+    """The API whose route the record's request went to (chat completions otherwise)."""
+    path = urlsplit(str(record.get("url") or "")).path
+    return next((api for api, route in ROUTES.items() if path.endswith(route)), "chat")
+
+
+def read(record: Mapping[str, Any]) -> ChatResult:
+    """The record's answer, read again by its API's own parser: chat-shaped usage and choices.
+
+    Messages' and Responses' usage name their counts otherwise (``input_tokens``, the cache's
+    reads apart); read as chat's, their tokens would not be counted at all.
+    """
+    status = record.get("status")
+    return protocol_of(_api(record)).read_recorded(
+        record.get("response"),
+        status=status if isinstance(status, int) else 0,
+        stream=bool(record.get("stream")),
+    )
 
 
 def _count(usage: Mapping[str, Any] | None, *path: str) -> int:
@@ -59,18 +72,12 @@ def _count(usage: Mapping[str, Any] | None, *path: str) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def delivered_texts(record: Mapping[str, Any]) -> list[str]:
-    """The texts an answer delivered, each to be counted in tokens as a whole.
+def delivered_texts(result: ChatResult) -> list[str]:
+    """The texts an answer (:func:`read`) delivered, each to be counted in tokens as a whole.
 
     Per choice: its content, its reasoning and each tool call's name and arguments, as the
     one stream accumulator joins a stream's pieces (a token split across chunks counts once).
     """
-    status = record.get("status")
-    result = read_recorded(
-        record.get("response"),
-        status=status if isinstance(status, int) else 0,
-        stream=bool(record.get("stream")),
-    )
     texts = []
     for choice in result.choices:
         texts += [choice.content or "", choice.reasoning or ""]
@@ -109,13 +116,14 @@ class _Tally:
             return
         if isinstance(record.get("latency_ms"), int | float):
             self.e2e.append(float(record["latency_ms"]))
-        usage = _usage(record)
+        result = read(record)
+        usage = result.usage
         self.tokens["prompt"] += _count(usage, "prompt_tokens")
         self.tokens["cached"] += _count(usage, "prompt_tokens_details", "cached_tokens")
         self.tokens["completion"] += _count(usage, "completion_tokens")
         self.tokens["reasoning"] += _count(usage, "completion_tokens_details", "reasoning_tokens")
         if self.count_tokens is not None:
-            self.tokens["delivered"] += sum(map(self.count_tokens, delivered_texts(record)))
+            self.tokens["delivered"] += sum(map(self.count_tokens, delivered_texts(result)))
         timing = record.get("timing") or {}
         if isinstance(timing.get("first_reasoning_ms"), int | float):
             self.first_reasoning.append(float(timing["first_reasoning_ms"]))

@@ -942,18 +942,32 @@ def _tool_input(arguments: Any) -> Any:
     return value if isinstance(value, dict) else arguments
 
 
-def _messages_usage(usage: Any, quirks: Quirks) -> dict[str, Any] | None:
-    """Chat usage as Messages usage (the simulated vendor caches no prompt), as `quirks` say.
+def _cached(usage: dict[str, Any]) -> int:
+    """The chat usage's cached prompt tokens (0 when it says none)."""
+    details = usage.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    return cached if isinstance(cached, int) else 0
 
-    Double counted, the usage says every prompt token but the last was read from the cache,
-    as a prefix cache that held the prompt would, and counts them in input_tokens all the same.
+
+def _messages_usage(usage: Any, quirks: Quirks) -> dict[str, Any] | None:
+    """Chat usage as Messages usage, as `quirks` say.
+
+    The prompt's tokens read from the cache are ``cache_read_input_tokens``, and
+    ``input_tokens`` the rest (Messages counts them apart). Double counted, the usage says every
+    prompt token but the last was read from the cache, as a prefix cache that held the prompt
+    would, and counts them in input_tokens all the same.
     """
     if not isinstance(usage, dict):
         return None
     prompt = usage.get("prompt_tokens")
-    read = prompt - 1 if quirks.double_counted and isinstance(prompt, int) and prompt > 1 else 0
+    if quirks.double_counted:
+        read = prompt - 1 if isinstance(prompt, int) and prompt > 1 else 0
+        fresh = prompt
+    else:
+        read = _cached(usage)
+        fresh = prompt - read if isinstance(prompt, int) else prompt
     native = {
-        "input_tokens": prompt,
+        "input_tokens": fresh,
         "output_tokens": usage.get("completion_tokens"),
         "cache_creation_input_tokens": 0,
         "cache_read_input_tokens": read,
@@ -971,7 +985,7 @@ def _responses_usage(usage: Any) -> dict[str, Any] | None:
     reasoning = details.get("reasoning_tokens", 0) if isinstance(details, dict) else 0
     return {
         "input_tokens": usage.get("prompt_tokens"),
-        "input_tokens_details": {"cached_tokens": 0},
+        "input_tokens_details": {"cached_tokens": _cached(usage)},
         "output_tokens": usage.get("completion_tokens"),
         "output_tokens_details": {"reasoning_tokens": reasoning},
         "total_tokens": usage.get("total_tokens"),

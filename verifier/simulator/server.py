@@ -543,7 +543,7 @@ class Handler(BaseHTTPRequestHandler):
         if self.server.window is None or not isinstance(path, PromptPath):
             return request
         prompt = len(path.prompt_ids(request)) + path.eyes.prompt_tokens(request)
-        admission = admit(request, prompt, self.server.window, self.server.defects)
+        admission = admit(request, prompt, self.server.window, self.server.defects, self.api)
         if admission.error:
             self._send_json(
                 500, error_body("internal error allocating the KV cache", "server_error")

@@ -45,8 +45,32 @@ class Admission:
     hold: bool = False
 
 
-def admit(request: dict[str, Any], prompt: int, window: int | None, defects: Defects) -> Admission:
-    """How a vendor with `window` (None: none) treats `request`, whose prompt is `prompt` tokens."""
+def _too_long(api: str | None, prompt: int, held: int) -> str:
+    """A refusal past the window in each API's own words (its provider's documented ones)."""
+    if api == "messages":
+        return f"prompt is too long: {prompt} tokens > {held} maximum"
+    if api == "responses":
+        return (
+            "Your input exceeds the context window of this model. Please adjust your input "
+            "and try again."
+        )
+    return (
+        f"This model's maximum context length is {held} tokens. However, your messages "
+        f"resulted in {prompt} tokens. Please reduce the length of the messages."
+    )
+
+
+def admit(
+    request: dict[str, Any],
+    prompt: int,
+    window: int | None,
+    defects: Defects,
+    api: str | None = None,
+) -> Admission:
+    """How a vendor with `window` (None: none) treats `request`, whose prompt is `prompt` tokens.
+
+    `api` is the route's (None: chat completions): a refusal is said in its words.
+    """
     if window is None:
         return Admission(request)
     held = window // 2 if defects.has(WINDOW_SMALLER_THAN_STATED) else window
@@ -62,8 +86,7 @@ def admit(request: dict[str, Any], prompt: int, window: int | None, defects: Def
         return Admission(
             rejection=Rejection(
                 400,
-                f"This model's maximum context length is {held} tokens. However, your messages "
-                f"resulted in {prompt} tokens. Please reduce the length of the messages.",
+                _too_long(api, prompt, held),
                 "context_length_exceeded",
                 "messages",
             )

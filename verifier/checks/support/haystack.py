@@ -30,8 +30,12 @@ _NEEDLE = "The access code of the {name} vault is {code}."
 _QUESTION = "What is the access code of the {name} vault? Answer with the code alone."
 # The question asked of a prompt past the window, which must never be answered.
 SUMMARY_QUESTION = "Summarise the notes above in one sentence."
-# A request for more text than the window has room for (the answer runs to its cap).
-COUNT_QUESTION = "Write every whole number from 1 to 5000 in order, one per line, and nothing else."
+# A request for more text than the window has room for (the answer runs to its cap), and its
+# last line: an answer that ends otherwise was cut.
+COUNT_END = "5000"
+COUNT_QUESTION = (
+    f"Write every whole number from 1 to {COUNT_END} in order, one per line, and nothing else."
+)
 # How a reader finds the question and its needle (the simulated vendor reads them so).
 _ASKED = re.compile(r"What is the access code of the (?P<name>[a-z]+ [a-z]+) vault\?")
 _POOL = 256
