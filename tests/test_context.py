@@ -551,6 +551,33 @@ def test_the_cache_check_without_a_cache_is_unsupported_and_with_one_passes() ->
     assert seen[-1] != first and first == second
 
 
+def test_a_quicker_repeat_is_a_silent_cache_only_when_another_cold_prompt_is_as_slow() -> None:
+    seen: list[str] = []
+
+    def silent(request: Chat, local: int) -> ChatResult:
+        # Caches each prompt, and says nothing of it.
+        text = request.body["messages"][-1]["content"]
+        hit = text in seen
+        seen.append(text)
+        return _timed(_retriever(request, local), 0.01 if hit else 0.5)
+
+    outcome = _run("cache-hot", silent)
+    assert _codes(outcome) == {"cached_tokens_unreported"}
+    # The third prompt, as long with a nonce of its own, was as slow as the first.
+    assert len(seen) == 3 and len(set(seen)) == 2
+    assert outcome.metrics["ttft_control"] == 0.5
+    calls: list[int] = []
+
+    def slow_once(request: Chat, local: int) -> ChatResult:
+        # No cache: the first answer only came in a slow moment.
+        calls.append(local)
+        return _timed(_retriever(request, local), 0.5 if len(calls) == 1 else 0.01)
+
+    once = _run("cache-hot", slow_once)
+    assert once.status is Status.UNSUPPORTED and "no sign of a prefix cache" in once.message
+    assert once.metrics["quicker"] is False and once.metrics["ttft_control"] == 0.01
+
+
 def _prefix_caching(stale: bool = False, collide: bool = False) -> Vendor:
     """A vendor with a prefix cache: a prompt it has seen the start of comes quicker, saying so.
 

@@ -42,8 +42,10 @@ Checks (a case's ``check``):
 - ``cache_hot``: the same long prompt (131,072 tokens, or what the window allows), begun with
   a nonce no earlier request had, streamed twice: the repeat must answer as the first
   (``cache_changes_answer``), and where its first token came much sooner (a third of the time,
-  50 ms less at least) its usage must say what the cache served (``cached_tokens_unreported``).
-  With neither cached tokens nor a quicker repeat, no prefix cache is seen: unsupported.
+  50 ms less at least) its usage must say what the cache served (``cached_tokens_unreported``,
+  once a third prompt as long, with a nonce of its own, came as slowly as the first: one slow
+  moment of the endpoint is not a cache). With neither cached tokens nor a quicker repeat, no
+  prefix cache is seen: unsupported.
 - ``agent_loop``: an agent harness's history replayed turn by turn (tool calls and long tool
   results, past 32k tokens): every turn's ``prompt_tokens`` must grow from the task alone's
   by the local count (:mod:`.support.agent_loop`: ``history_compacted``, or
@@ -53,7 +55,8 @@ Checks (a case's ``check``):
   its sibling, then the first again, streamed. The first prompt's answer after its sibling must
   be its answer alone (``cache_changes_answer``: a cache that keys blocks by too short a prefix
   serves one prompt the other's). The same prompt is compared with itself, so nothing but the
-  cache differs between the two answers. Without a sign of a cache: unsupported, as above.
+  cache differs between the two answers. Without a sign of a cache (cached tokens, or a
+  quicker repeat in both orders): unsupported, as above.
 
 Each rung's prompt begins with a nonce too, and its first question is streamed alone: its first
 token times the prompt's computing, cold. The summary gives the prefill rate by length (prompt
@@ -666,6 +669,19 @@ def _check_cache_hot(case: Case, ctx: RunContext) -> Graded:
     if broken:
         return broken, metrics
     findings, seen = cache_findings(cold, hot, not ctx.sampled)
+    if any(f.code == "cached_tokens_unreported" for f in findings):
+        # Quicker with nothing said: a prompt as long with a nonce of its own must be as slow
+        # as the first, or that first was only a slow moment of the endpoint (or the client).
+        other, _ = haystack.build(
+            profile, local, ctx.seed, needles, needles[1].question, lead=_nonce()
+        )
+        control = yield Chat(
+            _ask(other, needles[1].question, ctx, ANSWER_TOKENS), "control", stream=True
+        )
+        seen["ttft_control"] = _first_token(control)
+        if not (control.ok and quicker(control, hot)):
+            findings = [f for f in findings if f.code != "cached_tokens_unreported"]
+            seen["quicker"] = False
     metrics.update(seen)
     if not findings and hot.usage is None:
         # What the cache served cannot be read: no verdict on it (wire's usage_missing).
@@ -747,7 +763,8 @@ def _check_shared_prefix(case: Case, ctx: RunContext) -> Graded:
         return broken, metrics
     metrics["cached_tokens"] = [cached_tokens(r) for r in sent]
     findings = shared_findings(orders)
-    cached = any(metrics["cached_tokens"]) or any(quicker(o.alone, o.again) for o in orders)
+    # Quicker in both orders: one slow moment of the endpoint is not a cache.
+    cached = any(metrics["cached_tokens"]) or all(quicker(o.alone, o.again) for o in orders)
     if not findings and not cached:
         raise Unsupported(
             "no sign of a prefix cache: no answer reports cached tokens and no repeat's first "
