@@ -583,9 +583,10 @@ def _first_token(result: ChatResult) -> float | None:
 
 
 def quicker(cold: ChatResult, hot: ChatResult) -> bool:
-    """The hot answer came from a cache: its first token in a third of the time (pure).
+    """The hot answer's first token came in a third of the time, 50 ms sooner at least (pure).
 
-    And 50 ms sooner at least: noise on a loaded machine is neither.
+    A sign of a cache, not proof: one slow moment of a loaded endpoint or client makes it too,
+    so a finding that rests on it wants a second cold prompt as slow as the first.
     """
     cold_at, hot_at = _first_token(cold), _first_token(hot)
     return (
