@@ -356,6 +356,44 @@ def _check_over_window(case: Case, ctx: RunContext) -> Graded:
     ], metrics
 
 
+def window_end_findings(
+    what: str, text: str, finish: str | None, made: int, used: int, limit: int
+) -> list[Finding]:
+    """How an answer asked for past the window ended, given `used` tokens in all (pure).
+
+    Past the window: ``answer_past_window``. At it, its count (1 to 5000) broken off, yet said
+    to have ended on its own: ``length_not_reported``.
+    """
+    if used > limit:
+        return [
+            Finding(
+                "answer_past_window",
+                f"{what} was answered with {made:,} tokens of text after a prompt of "
+                f"{used - made:,}: {used - limit:,} past the window, so the model no "
+                "longer saw the whole prompt when it wrote the last of them (as a context "
+                "shift does, dropping the oldest tokens to make room)",
+                "$.choices[0].message.content",
+                expected=f"at most {limit:,} tokens in all",
+                actual=used,
+            )
+        ]
+    text = text.strip()
+    if finish != "length" and used >= limit and not text.endswith(haystack.COUNT_END):
+        # Cut at the window mid-count, yet said to have ended by itself.
+        last = text.rsplit("\n", 1)[-1]
+        return [
+            Finding(
+                "length_not_reported",
+                f"{what} stopped at the window, its count broken off at {last!r} after {made:,} "
+                f"tokens, yet its finish_reason is {finish!r}: it says it ended on its own",
+                "$.choices[0].finish_reason",
+                expected="length",
+                actual=finish,
+            )
+        ]
+    return []
+
+
 def _check_output_past_window(case: Case, ctx: RunContext) -> Graded:
     profile = _profile(ctx)
     window = yield from _window(ctx, profile)
@@ -383,33 +421,9 @@ def _check_output_past_window(case: Case, ctx: RunContext) -> Graded:
     # fewer tokens): the answer is held to the smaller, so neither error makes it run over.
     used = min(prompt, local) + made
     metrics.update(prompt_tokens=prompt, delivered_tokens=made, finish_reason=finish)
-    if used > limit:
-        return [
-            Finding(
-                "answer_past_window",
-                f"{what} was answered with {made:,} tokens of text after a prompt of "
-                f"{min(prompt, local):,}: {used - limit:,} past the window, so the model no "
-                "longer saw the whole prompt when it wrote the last of them (as a context "
-                "shift does, dropping the oldest tokens to make room)",
-                "$.choices[0].message.content",
-                expected=f"at most {limit:,} tokens in all",
-                actual=used,
-            )
-        ], metrics
-    text = (result.choice.content or "").strip()
-    if finish != "length" and used >= limit and not text.endswith(haystack.COUNT_END):
-        # Cut at the window mid-count, yet said to have ended by itself.
-        last = text.rsplit("\n", 1)[-1]
-        return [
-            Finding(
-                "length_not_reported",
-                f"{what} stopped at the window, its count broken off at {last!r} after {made:,} "
-                f"tokens, yet its finish_reason is {finish!r}: it says it ended on its own",
-                "$.choices[0].finish_reason",
-                expected="length",
-                actual=finish,
-            )
-        ], metrics
+    findings = window_end_findings(what, result.choice.content or "", finish, made, used, limit)
+    if findings:
+        return findings, metrics
     if finish != "length" and used < limit:
         raise Unsupported(
             f"the answer ended by itself ({finish}) {limit - used:,} tokens short of the "
