@@ -142,7 +142,8 @@ def history_findings(local: Sequence[int], prompts: Sequence[int]) -> list[Findi
             continue
         smallest = min(local[n] - local[n - 1] for n in range(1, turn + 1))
         what = (
-            f"turn {turn + 1} of the agent loop ({turn} tool results, {local[turn]:,} tokens) "
+            f"turn {turn + 1} of the agent loop ({turn} tool result{'s' * (turn > 1)}, "
+            f"{local[turn]:,} tokens) "
             f"costs {got:,} prompt tokens more than the task alone; the local count of the "
             f"history says {want:,}"
         )
